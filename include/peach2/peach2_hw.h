@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PEACH2 emulated card: the hardware contract.
+ *
+ * This is the one header that holds the register map, address map, link
+ * packet format and error codes. It is included by the QEMU device (C glue
+ * and C++ core), the Linux driver and the userspace library. docs/hardware.md
+ * explains it; when the two disagree, fix one of them.
+ *
+ * Everything here is little endian. Plain C, no dependencies beyond
+ * fixed-width integers, so that kernel, QEMU and C++ can all include it.
+ */
+#ifndef PEACH2_HW_H
+#define PEACH2_HW_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+typedef __u8 peach2_u8;
+typedef __u16 peach2_u16;
+typedef __u32 peach2_u32;
+typedef __u64 peach2_u64;
+#else
+#include <stdint.h>
+typedef uint8_t peach2_u8;
+typedef uint16_t peach2_u16;
+typedef uint32_t peach2_u32;
+typedef uint64_t peach2_u64;
+#endif
+
+/* ---- PCI identity ------------------------------------------------------ */
+#define PEACH2_PCI_VENDOR_ID   0x1234 /* QEMU's test-device vendor: emulation only */
+#define PEACH2_PCI_DEVICE_ID   0x7ca2
+#define PEACH2_PCI_CLASS       0x0280 /* network controller, other */
+#define PEACH2_PCI_REVISION    0x01
+
+/* ---- BARs -------------------------------------------------------------- */
+#define PEACH2_BAR_REGS        0 /* 32-bit MMIO: registers + MSI-X */
+#define PEACH2_BAR_CARDMEM     2 /* 32-bit MMIO: on-card memory */
+#define PEACH2_BAR_WINDOW      4 /* 64-bit prefetchable: the global window */
+
+#define PEACH2_REGS_SIZE       0x4000u
+#define PEACH2_MSIX_TABLE_OFF  0x2000u
+#define PEACH2_MSIX_PBA_OFF    0x3000u
+#define PEACH2_MSIX_VECTORS    8u
+
+/* On-card memory (BAR2): descriptor RAM then the mailbox. */
+#define PEACH2_CARDMEM_SIZE    0x10000u
+#define PEACH2_DESC_SIZE       32u
+#define PEACH2_DESC_MAX        1024u
+#define PEACH2_DESC_RAM_OFF    0x0000u /* 1024 x 32 B = 32 KiB */
+#define PEACH2_MAILBOX_OFF     0x8000u /* 32 KiB, remotely writable */
+#define PEACH2_MAILBOX_SIZE    0x8000u
+#define PEACH2_MAILBOX_SLOTS   16u     /* one per source node, by convention */
+#define PEACH2_MAILBOX_SLOT_SIZE (PEACH2_MAILBOX_SIZE / PEACH2_MAILBOX_SLOTS)
+
+/* ---- Global address map (the window, BAR4) ------------------------------
+ * The window holds PEACH2_MAX_NODES slices; slice n belongs to node n:
+ *   global = (n << PEACH2_SLICE_SHIFT) | offset
+ * Inside a slice:
+ *   [0, HOST_SIZE)              host memory: delivered as a DMA write to bus
+ *                               address `offset` on node n (the node's base
+ *                               n << SLICE_SHIFT is subtracted on delivery)
+ *   [CARD_OFF, +CARD_SIZE)      the node's card: mailbox (on-card memory)
+ *   [GPU_OFF, +GPU_SIZE)        GPU regions (reserved: no GPUs are emulated;
+ *                               a write there is an error at the target)
+ * Any other offset is an error at the target.
+ */
+#define PEACH2_MAX_NODES       16u
+#define PEACH2_SLICE_SHIFT     31u                     /* 2 GiB slices */
+#define PEACH2_SLICE_SIZE      (1ull << PEACH2_SLICE_SHIFT)
+#define PEACH2_WINDOW_SIZE     ((peach2_u64)PEACH2_MAX_NODES << PEACH2_SLICE_SHIFT)
+#define PEACH2_HOST_SHIFT      30u                     /* 1 GiB of host memory */
+#define PEACH2_HOST_SIZE       (1ull << PEACH2_HOST_SHIFT)
+#define PEACH2_CARD_OFF        0x40000000ull
+#define PEACH2_CARD_SIZE       0x00010000ull
+#define PEACH2_CARD_MAILBOX_OFF 0x0000ull              /* within the card region */
+#define PEACH2_GPU_OFF         0x60000000ull
+#define PEACH2_GPU_SIZE        0x20000000ull
+#define PEACH2_NODE_BASE(n)    ((peach2_u64)(n) << PEACH2_SLICE_SHIFT)
+#define PEACH2_ADDR_NODE(a)    ((peach2_u32)((a) >> PEACH2_SLICE_SHIFT))
+#define PEACH2_ADDR_OFFSET(a)  ((a) & (PEACH2_SLICE_SIZE - 1))
+
+/* ---- Registers (BAR0, 32-bit access unless noted) ------------------------ */
+#define PEACH2_REG_ID          0x000 /* RO: PEACH2_ID_MAGIC */
+#define PEACH2_REG_VERSION     0x004 /* RO: major << 16 | minor */
+#define PEACH2_REG_NODE_ID     0x008 /* RO: this card's node id */
+#define PEACH2_REG_NODE_COUNT  0x00c /* RO: nodes in the sub-cluster */
+#define PEACH2_REG_SLICE_SHIFT 0x010 /* RO: PEACH2_SLICE_SHIFT */
+#define PEACH2_REG_HOST_SHIFT  0x014 /* RO: PEACH2_HOST_SHIFT */
+#define PEACH2_REG_CAPS        0x018 /* RO: PEACH2_CAP_* */
+#define PEACH2_REG_SCRATCH     0x01c /* RW: no effect; for tests */
+
+/* Link status, one register per port (E, W, S); N is the host side. */
+#define PEACH2_REG_LINK(p)     (0x020 + 4 * (p))
+#define   PEACH2_LINK_UP        (1u << 0)  /* peer said HELLO, link usable */
+#define   PEACH2_LINK_CONNECTED (1u << 1)  /* transport connected */
+#define   PEACH2_LINK_PEER_PORT_SHIFT 8    /* bits 8..11: peer's port */
+#define   PEACH2_LINK_PEER_NODE_SHIFT 16   /* bits 16..31: peer's node id */
+
+#define PEACH2_REG_INT_STATUS  0x040 /* RW1C: PEACH2_INT_* */
+#define PEACH2_REG_INT_MASK    0x044 /* RW: 1 = masked (reset: all masked) */
+#define   PEACH2_INT_ERROR      (1u << 0) /* vector 0 */
+#define   PEACH2_INT_LINK       (1u << 1) /* vector 0: a link went up/down */
+#define   PEACH2_INT_MAILBOX    (1u << 2) /* vector 0: a remote wrote the mailbox */
+
+/* Error reporting: the first error since the last clear is latched with
+ * its address; the counter counts every error. */
+#define PEACH2_REG_ERR_STATUS  0x050 /* RW1C bit 31; bits 0..7 first code */
+#define   PEACH2_ERR_VALID      (1u << 31)
+#define PEACH2_REG_ERR_COUNT   0x054 /* RO: errors since reset (saturates) */
+#define PEACH2_REG_ERR_ADDR_LO 0x058 /* RO: address of the latched error */
+#define PEACH2_REG_ERR_ADDR_HI 0x05c
+#define PEACH2_REG_LAST_ERR    0x060 /* RO: code of the most recent error */
+
+/* Per-port counters (64-bit pairs, LO then HI), port p in 0..3 (N,E,W,S). */
+#define PEACH2_REG_CNT_BASE    0x100
+#define PEACH2_REG_CNT_STRIDE  0x20
+#define PEACH2_REG_TX_PKTS(p)  (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x00)
+#define PEACH2_REG_TX_BYTES(p) (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x08)
+#define PEACH2_REG_RX_PKTS(p)  (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x10)
+#define PEACH2_REG_RX_BYTES(p) (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x18)
+
+/* Error counters by code (RO, 32-bit each, saturating). */
+#define PEACH2_REG_ERR_BY_CODE(c) (0x200 + 4 * (c))
+
+#define PEACH2_ID_MAGIC        0x50454332u /* "PEC2" */
+#define PEACH2_VERSION_MAJOR   1u
+#define PEACH2_VERSION_MINOR   0u
+#define PEACH2_CAP_MAILBOX     (1u << 0)
+
+/* Ports. N is the host port; E/W form rings; S joins rings. */
+enum peach2_port {
+	PEACH2_PORT_N = 0,
+	PEACH2_PORT_E = 1,
+	PEACH2_PORT_W = 2,
+	PEACH2_PORT_S = 3,
+	PEACH2_NR_PORTS = 4,
+};
+#define PEACH2_NR_LINKS 3 /* E, W, S: PEACH2_REG_LINK(p - 1) */
+
+/* Error codes (ERR_STATUS bits 0..7, LAST_ERR, ERR_BY_CODE index). */
+enum peach2_err {
+	PEACH2_ERR_NONE = 0,
+	PEACH2_ERR_NO_SUCH_NODE = 1,  /* window store to node >= node count */
+	PEACH2_ERR_LINK_DOWN = 2,     /* route exists but its link is down */
+	PEACH2_ERR_NO_ROUTE = 3,      /* no port leads to the node */
+	PEACH2_ERR_READ_UNSUPPORTED = 4, /* load from the window (write-only) */
+	PEACH2_ERR_BAD_TARGET = 5,    /* delivered write outside host/card memory */
+	PEACH2_ERR_NO_GPU = 6,        /* write to a GPU region: none emulated */
+	PEACH2_ERR_BAD_PACKET = 7,    /* malformed packet on a link: link reset */
+	PEACH2_ERR_TX_OVERFLOW = 8,   /* link send queue full: packet dropped */
+	PEACH2_ERR_DMA_WRITE = 9,     /* host memory rejected a delivered write */
+	PEACH2_ERR_BAD_REG = 10,      /* access to an undefined register */
+	PEACH2_ERR_HOP_LIMIT = 11,    /* packet exceeded the hop limit */
+	PEACH2_ERR_NR_CODES = 16,
+};
+
+/* ---- Link packets ------------------------------------------------------
+ * A link is a byte stream (a QEMU chardev: unix socket or TCP). It carries
+ * packets: a 32-byte header followed by `len` payload bytes. A receiver that
+ * sees a bad magic, version, type or length counts PEACH2_ERR_BAD_PACKET and
+ * drops the connection; the transport reconnects and both sides say HELLO.
+ */
+#define PEACH2_PKT_MAGIC       0x54503250u /* "P2PT" */
+#define PEACH2_PKT_VERSION     1u
+#define PEACH2_PKT_MAX_PAYLOAD 256u        /* like PCIe max payload size */
+#define PEACH2_PKT_HOP_LIMIT   8u
+
+enum peach2_pkt_type {
+	PEACH2_PKT_HELLO = 1, /* payload: struct peach2_hello */
+	PEACH2_PKT_WRITE = 2, /* payload: data for `addr` (global address) */
+};
+
+struct peach2_pkt_hdr {
+	peach2_u32 magic;
+	peach2_u8 version;
+	peach2_u8 type;
+	peach2_u8 hops;     /* cards passed so far */
+	peach2_u8 flags;    /* must be 0 */
+	peach2_u16 src_node;
+	peach2_u16 dst_node; /* node `addr` decodes to (WRITE) */
+	peach2_u32 len;     /* payload bytes */
+	peach2_u64 addr;    /* WRITE: global address of the first byte */
+	peach2_u32 seq;     /* per link and direction, from 0 after HELLO */
+	peach2_u32 reserved; /* must be 0 */
+};
+
+struct peach2_hello {
+	peach2_u32 node_id;
+	peach2_u32 node_count;
+	peach2_u32 port;     /* sender's port the link leaves from */
+	peach2_u32 version;  /* PEACH2_REG_VERSION value */
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct peach2_pkt_hdr) == 32, "packet header is 32 bytes");
+static_assert(sizeof(struct peach2_hello) == 16, "hello payload is 16 bytes");
+#endif
+
+#endif /* PEACH2_HW_H */

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * C API of the PEACH2 device model core.
+ *
+ * The core holds all of the card's behaviour (registers, address decoding,
+ * routing, link packets, errors, interrupts) and knows nothing of QEMU: the
+ * QEMU glue (hw/misc/peach2.c) feeds it MMIO accesses and link bytes and
+ * gives it callbacks for guest-memory DMA, interrupts and logging. Host unit
+ * tests drive the same API.
+ *
+ * Threading: none. The caller serialises every call (QEMU: the BQL).
+ * Errors: no call aborts on guest or wire input; bad input is reported
+ * through the card's error registers, an interrupt and the log callback.
+ * No C++ exception crosses this boundary.
+ */
+#ifndef PEACH2_CORE_H
+#define PEACH2_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct peach2_core peach2_core;
+
+enum peach2_core_log_level {
+	PEACH2_LOG_GUEST_ERROR = 0, /* the guest or a peer did something wrong */
+	PEACH2_LOG_INFO = 1,        /* link state changes and the like */
+};
+
+typedef struct peach2_core_host {
+	void *opaque;
+	/* Write len bytes at bus address addr of this node's memory.
+	 * Return 0, or -1 if the memory system rejected the access. */
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+	/* Bytes are waiting to be sent, or a write-combining buffer is open:
+	 * call peach2_core_flush() soon (QEMU: a bottom half). */
+	void (*kick)(void *opaque);
+	/* Send MSI-X vector `vector`. */
+	void (*notify)(void *opaque, unsigned vector);
+	/* A line of log text (no trailing newline). May be NULL. */
+	void (*log)(void *opaque, int level, const char *msg);
+} peach2_core_host;
+
+typedef struct peach2_core_config {
+	uint32_t node_id;     /* < PEACH2_MAX_NODES */
+	uint32_t node_count;  /* 1 .. PEACH2_MAX_NODES, > node_id */
+	uint64_t tx_limit;    /* bytes queued per link before dropping; 0 = default */
+} peach2_core_config;
+
+/* Returns NULL and writes a message to err (if non-NULL) on a bad config. */
+peach2_core *peach2_core_new(const peach2_core_config *cfg,
+			     const peach2_core_host *host,
+			     char *err, size_t errlen);
+void peach2_core_free(peach2_core *core);
+/* Device reset: registers, errors, counters, card memory; links keep their
+ * transport state and say HELLO again. */
+void peach2_core_reset(peach2_core *core);
+
+/* MMIO from this node's CPU. size is 1, 2, 4 or 8. */
+uint64_t peach2_core_reg_read(peach2_core *core, uint64_t off, unsigned size);
+void peach2_core_reg_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
+uint64_t peach2_core_cardmem_read(peach2_core *core, uint64_t off, unsigned size);
+void peach2_core_cardmem_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
+uint64_t peach2_core_window_read(peach2_core *core, uint64_t off, unsigned size);
+void peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
+
+/* Close open write-combining buffers; packets become queued or delivered. */
+void peach2_core_flush(peach2_core *core);
+
+/* Links: port is PEACH2_PORT_E/W/S. */
+void peach2_core_link_attach(peach2_core *core, unsigned port); /* has a cable */
+void peach2_core_link_connected(peach2_core *core, unsigned port, bool connected);
+/* Feed bytes received from the link. Returns false when the stream is
+ * corrupt: the caller must drop the connection (it reconnects). */
+bool peach2_core_link_receive(peach2_core *core, unsigned port, const void *buf, size_t len);
+/* Bytes waiting to be sent on a port: a pointer to the first contiguous run
+ * and its length (0 if none). Valid until the next call into the core. */
+size_t peach2_core_link_tx_peek(peach2_core *core, unsigned port, const void **buf);
+void peach2_core_link_tx_consume(peach2_core *core, unsigned port, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PEACH2_CORE_H */

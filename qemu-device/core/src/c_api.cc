@@ -1,0 +1,129 @@
+// The C API of peach2_core.h over peach2::Card. No exception leaves here.
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "card.h"
+
+struct peach2_core {
+    peach2::Card card;
+    peach2_core_host host;
+    peach2_core(const peach2_core_config& c, const peach2_core_host& h) : card(c, h), host(h) {}
+};
+
+namespace {
+
+void log_exception(peach2_core* core, const char* what) {
+    if (core && core->host.log)
+        core->host.log(core->host.opaque, PEACH2_LOG_GUEST_ERROR, what);
+}
+
+// Run f; an exception (only std::bad_alloc is expected) is logged and the
+// access is dropped rather than crashing the emulator.
+template <typename F, typename R>
+R guarded(peach2_core* core, F&& f, R fallback) {
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        log_exception(core, e.what());
+    } catch (...) {
+        log_exception(core, "unknown exception");
+    }
+    return fallback;
+}
+
+template <typename F>
+auto guarded(peach2_core* core, F&& f) {
+    using R = std::invoke_result_t<F>;
+    if constexpr (std::is_void_v<R>) {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            log_exception(core, e.what());
+        } catch (...) {
+            log_exception(core, "unknown exception");
+        }
+    } else {
+        return guarded(core, std::forward<F>(f), R{});
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+peach2_core* peach2_core_new(const peach2_core_config* cfg, const peach2_core_host* host,
+                             char* err, size_t errlen) {
+    const auto fail = [&](const char* msg) -> peach2_core* {
+        if (err && errlen)
+            std::snprintf(err, errlen, "%s", msg);
+        return nullptr;
+    };
+    if (!cfg || !host || !host->dma_write)
+        return fail("peach2 core: missing config or host callbacks");
+    if (cfg->node_count < 1 || cfg->node_count > PEACH2_MAX_NODES)
+        return fail("nodes must be between 1 and 16");
+    if (cfg->node_id >= cfg->node_count)
+        return fail("node-id must be smaller than nodes");
+    try {
+        return std::make_unique<peach2_core>(*cfg, *host).release();
+    } catch (...) {
+        return fail("peach2 core: out of memory");
+    }
+}
+
+void peach2_core_free(peach2_core* core) { std::unique_ptr<peach2_core> owned(core); }
+
+void peach2_core_reset(peach2_core* core) {
+    guarded(core, [&] { core->card.reset(); });
+}
+
+uint64_t peach2_core_reg_read(peach2_core* core, uint64_t off, unsigned size) {
+    return guarded(core, [&] { return core->card.reg_read(off, size); });
+}
+void peach2_core_reg_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
+    guarded(core, [&] { core->card.reg_write(off, val, size); });
+}
+uint64_t peach2_core_cardmem_read(peach2_core* core, uint64_t off, unsigned size) {
+    return guarded(core, [&] { return core->card.cardmem_read(off, size); });
+}
+void peach2_core_cardmem_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
+    guarded(core, [&] { core->card.cardmem_write(off, val, size); });
+}
+uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size) {
+    return guarded(core, [&] { return core->card.window_read(off, size); }, ~0ull);
+}
+void peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
+    guarded(core, [&] { core->card.window_write(off, val, size); });
+}
+void peach2_core_flush(peach2_core* core) {
+    guarded(core, [&] { core->card.flush(); });
+}
+void peach2_core_link_attach(peach2_core* core, unsigned port) {
+    guarded(core, [&] { core->card.link_attach(port); });
+}
+void peach2_core_link_connected(peach2_core* core, unsigned port, bool connected) {
+    guarded(core, [&] { core->card.link_connected(port, connected); });
+}
+bool peach2_core_link_receive(peach2_core* core, unsigned port, const void* buf, size_t len) {
+    return guarded(
+        core,
+        [&] {
+            return core->card.link_receive(
+                port, std::span<const uint8_t>(static_cast<const uint8_t*>(buf), len));
+        },
+        false);
+}
+size_t peach2_core_link_tx_peek(peach2_core* core, unsigned port, const void** buf) {
+    return guarded(core, [&]() -> size_t {
+        const auto s = core->card.link_tx_peek(port);
+        *buf = s.data();
+        return s.size();
+    });
+}
+void peach2_core_link_tx_consume(peach2_core* core, unsigned port, size_t n) {
+    guarded(core, [&] { core->card.link_tx_consume(port, n); });
+}
+
+}  // extern "C"

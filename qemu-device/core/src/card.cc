@@ -1,0 +1,512 @@
+#include "card.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace peach2 {
+namespace {
+
+constexpr uint64_t kDefaultTxLimit = 64ull << 20;
+constexpr uint64_t kPage = 4096;
+
+const char* port_name(unsigned port) {
+    static constexpr const char* names[] = {"N", "E", "W", "S"};
+    return port < PEACH2_NR_PORTS ? names[port] : "?";
+}
+
+const char* err_name(peach2_err code) {
+    switch (code) {
+    case PEACH2_ERR_NONE: return "none";
+    case PEACH2_ERR_NO_SUCH_NODE: return "no such node";
+    case PEACH2_ERR_LINK_DOWN: return "link down";
+    case PEACH2_ERR_NO_ROUTE: return "no route";
+    case PEACH2_ERR_READ_UNSUPPORTED: return "read from write-only window";
+    case PEACH2_ERR_BAD_TARGET: return "bad target address";
+    case PEACH2_ERR_NO_GPU: return "no GPU at address";
+    case PEACH2_ERR_BAD_PACKET: return "bad packet";
+    case PEACH2_ERR_TX_OVERFLOW: return "link send queue overflow";
+    case PEACH2_ERR_DMA_WRITE: return "host memory rejected write";
+    case PEACH2_ERR_BAD_REG: return "bad register access";
+    case PEACH2_ERR_HOP_LIMIT: return "hop limit exceeded";
+    default: return "unknown";
+    }
+}
+
+uint64_t load_le(const uint8_t* p, unsigned size) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; ++i)
+        v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+
+void store_le(uint8_t* p, uint64_t v, unsigned size) {
+    for (unsigned i = 0; i < size; ++i)
+        p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
+
+template <typename T>
+void sat_inc(T& v) {
+    if (v != static_cast<T>(~T{0}))
+        ++v;
+}
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+}  // namespace
+
+Card::Card(const peach2_core_config& cfg, const peach2_core_host& host)
+    : cfg_(cfg),
+      host_(host),
+      cardmem_(PEACH2_CARDMEM_SIZE, 0),
+      links_{Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
+             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
+             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
+             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit)} {}
+
+// Guest reset: the card's own state starts over; links are cables and keep
+// their state so that one node's reboot does not disturb its peers.
+void Card::reset() {
+    scratch_ = 0;
+    int_status_ = 0;
+    int_mask_ = ~0u;
+    notified_ = 0;
+    err_status_ = 0;
+    err_addr_ = 0;
+    err_count_ = 0;
+    last_err_ = 0;
+    err_by_code_.fill(0);
+    counters_.fill(Counters{});
+    std::fill(cardmem_.begin(), cardmem_.end(), 0);
+    open_.reset();
+}
+
+// ---- registers -------------------------------------------------------------
+
+uint64_t Card::reg_read(uint64_t off, unsigned size) {
+    if ((size != 4 && size != 8) || off % size != 0 || off + size > PEACH2_MSIX_TABLE_OFF) {
+        raise_error(PEACH2_ERR_BAD_REG, off, "register read of size " + std::to_string(size));
+        return 0;
+    }
+    uint64_t v = reg_read32(off);
+    if (size == 8)
+        v |= static_cast<uint64_t>(reg_read32(off + 4)) << 32;
+    return v;
+}
+
+uint32_t Card::link_reg(unsigned port) const {
+    const Link& l = links_[port];
+    uint32_t v = 0;
+    if (l.up)
+        v |= PEACH2_LINK_UP | (l.peer_port << PEACH2_LINK_PEER_PORT_SHIFT) |
+             (l.peer_node << PEACH2_LINK_PEER_NODE_SHIFT);
+    if (l.connected)
+        v |= PEACH2_LINK_CONNECTED;
+    return v;
+}
+
+uint32_t Card::reg_read32(uint64_t off) {
+    if (off >= PEACH2_REG_CNT_BASE &&
+        off < PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * PEACH2_NR_PORTS) {
+        const uint64_t rel = off - PEACH2_REG_CNT_BASE;
+        const Counters& c = counters_[rel / PEACH2_REG_CNT_STRIDE];
+        const uint64_t fields[] = {c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes};
+        const uint64_t v = fields[(rel % PEACH2_REG_CNT_STRIDE) / 8];
+        return static_cast<uint32_t>((rel & 4) ? v >> 32 : v);
+    }
+    if (off >= PEACH2_REG_ERR_BY_CODE(0) && off < PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NR_CODES))
+        return err_by_code_[(off - PEACH2_REG_ERR_BY_CODE(0)) / 4];
+    switch (off) {
+    case PEACH2_REG_ID: return PEACH2_ID_MAGIC;
+    case PEACH2_REG_VERSION: return PEACH2_VERSION_MAJOR << 16 | PEACH2_VERSION_MINOR;
+    case PEACH2_REG_NODE_ID: return cfg_.node_id;
+    case PEACH2_REG_NODE_COUNT: return cfg_.node_count;
+    case PEACH2_REG_SLICE_SHIFT: return PEACH2_SLICE_SHIFT;
+    case PEACH2_REG_HOST_SHIFT: return PEACH2_HOST_SHIFT;
+    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX;
+    case PEACH2_REG_SCRATCH: return scratch_;
+    case PEACH2_REG_LINK(0): return link_reg(PEACH2_PORT_E);
+    case PEACH2_REG_LINK(1): return link_reg(PEACH2_PORT_W);
+    case PEACH2_REG_LINK(2): return link_reg(PEACH2_PORT_S);
+    case PEACH2_REG_INT_STATUS: return int_status_;
+    case PEACH2_REG_INT_MASK: return int_mask_;
+    case PEACH2_REG_ERR_STATUS: return err_status_;
+    case PEACH2_REG_ERR_COUNT: return err_count_;
+    case PEACH2_REG_ERR_ADDR_LO: return static_cast<uint32_t>(err_addr_);
+    case PEACH2_REG_ERR_ADDR_HI: return static_cast<uint32_t>(err_addr_ >> 32);
+    case PEACH2_REG_LAST_ERR: return last_err_;
+    default:
+        raise_error(PEACH2_ERR_BAD_REG, off, "read of undefined register " + hex(off));
+        return 0;
+    }
+}
+
+void Card::reg_write(uint64_t off, uint64_t val, unsigned size) {
+    if ((size != 4 && size != 8) || off % size != 0 || off + size > PEACH2_MSIX_TABLE_OFF) {
+        raise_error(PEACH2_ERR_BAD_REG, off, "register write of size " + std::to_string(size));
+        return;
+    }
+    reg_write32(off, static_cast<uint32_t>(val));
+    if (size == 8)
+        reg_write32(off + 4, static_cast<uint32_t>(val >> 32));
+}
+
+void Card::reg_write32(uint64_t off, uint32_t val) {
+    switch (off) {
+    case PEACH2_REG_SCRATCH:
+        scratch_ = val;
+        return;
+    case PEACH2_REG_INT_STATUS:
+        int_status_ &= ~val;
+        notified_ &= int_status_;
+        update_irq();
+        return;
+    case PEACH2_REG_INT_MASK:
+        int_mask_ = val;
+        update_irq();
+        return;
+    case PEACH2_REG_ERR_STATUS:
+        if (val & PEACH2_ERR_VALID) {
+            err_status_ = 0;
+            err_addr_ = 0;
+        }
+        return;
+    default:
+        raise_error(PEACH2_ERR_BAD_REG, off, "write to read-only or undefined register " + hex(off));
+    }
+}
+
+// ---- on-card memory (BAR2) ------------------------------------------------------
+
+uint64_t Card::cardmem_read(uint64_t off, unsigned size) {
+    if (!valid_size(size) || off >= cardmem_.size() || cardmem_.size() - off < size) {
+        raise_error(PEACH2_ERR_BAD_REG, off, "card memory read out of range");
+        return 0;
+    }
+    return load_le(cardmem_.data() + off, size);
+}
+
+void Card::cardmem_write(uint64_t off, uint64_t val, unsigned size) {
+    if (!valid_size(size) || off >= cardmem_.size() || cardmem_.size() - off < size) {
+        raise_error(PEACH2_ERR_BAD_REG, off, "card memory write out of range");
+        return;
+    }
+    store_le(cardmem_.data() + off, val, size);
+}
+
+// ---- the window (BAR4) -------------------------------------------------------
+
+uint64_t Card::window_read(uint64_t off, unsigned size) {
+    // PEACH2 does not do remote reads (PEACH2-REFERENCE.md 3.5): the load
+    // completes with all ones, as an unsupported request would.
+    raise_error(PEACH2_ERR_READ_UNSUPPORTED, off, "load from the write-only window");
+    return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
+}
+
+void Card::window_write(uint64_t off, uint64_t val, unsigned size) {
+    if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size) {
+        raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range");
+        return;
+    }
+    uint8_t bytes[8];
+    store_le(bytes, val, size);
+    // Merge contiguous stores into one packet, as a write-combining buffer
+    // and PCIe's max payload do: never past 256 bytes or a 4 KiB boundary.
+    for (unsigned done = 0; done < size;) {
+        const uint64_t addr = off + done;
+        const unsigned piece = static_cast<unsigned>(
+            std::min<uint64_t>(size - done, kPage - addr % kPage));
+        const bool merge = open_ && open_->addr + open_->data.size() == addr &&
+                           open_->data.size() + piece <= PEACH2_PKT_MAX_PAYLOAD &&
+                           addr % kPage != 0;
+        if (!merge) {
+            flush();
+            open_.emplace();
+            open_->addr = addr;
+            open_->data.reserve(PEACH2_PKT_MAX_PAYLOAD);
+            if (host_.kick)
+                host_.kick(host_.opaque);
+        }
+        open_->data.insert(open_->data.end(), bytes + done, bytes + done + piece);
+        done += piece;
+    }
+}
+
+void Card::flush() {
+    if (!open_)
+        return;
+    OpenWrite w = std::move(*open_);
+    open_.reset();
+    sat_inc(counters_[PEACH2_PORT_N].rx_pkts);
+    counters_[PEACH2_PORT_N].rx_bytes += w.data.size();
+    route_write(w.addr, w.data, 0, cfg_.node_id);
+}
+
+// ---- routing and delivery ------------------------------------------------------
+
+std::optional<unsigned> Card::port_towards(uint32_t node, peach2_err& why) const {
+    // Default routing: a port whose link is up to exactly that node.
+    // (Routing tables programmed from firmware come with multi-hop topologies.)
+    bool some_down = false;
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p) {
+        const Link& l = links_[p];
+        if (l.up && l.peer_node == node)
+            return p;
+        if (l.attached && !l.up)
+            some_down = true;
+    }
+    why = some_down ? PEACH2_ERR_LINK_DOWN : PEACH2_ERR_NO_ROUTE;
+    return std::nullopt;
+}
+
+void Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                       uint32_t src_node) {
+    const uint32_t node = PEACH2_ADDR_NODE(addr);
+    if (node == cfg_.node_id) {
+        deliver_local(addr, data);
+        return;
+    }
+    if (node >= cfg_.node_count) {
+        raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
+                    "store to node " + std::to_string(node) + " of " +
+                        std::to_string(cfg_.node_count));
+        return;
+    }
+    if (hops >= PEACH2_PKT_HOP_LIMIT) {
+        raise_error(PEACH2_ERR_HOP_LIMIT, addr, "packet from node " + std::to_string(src_node));
+        return;
+    }
+    peach2_err why = PEACH2_ERR_NO_ROUTE;
+    const auto port = port_towards(node, why);
+    if (!port) {
+        raise_error(why, addr, "no usable port towards node " + std::to_string(node));
+        return;
+    }
+    peach2_pkt_hdr hdr{};
+    hdr.type = PEACH2_PKT_WRITE;
+    hdr.hops = hops;
+    hdr.src_node = static_cast<uint16_t>(src_node);
+    hdr.dst_node = static_cast<uint16_t>(node);
+    hdr.addr = addr;
+    send(*port, hdr, data);
+}
+
+void Card::deliver_local(uint64_t addr, std::span<const uint8_t> data) {
+    const Decoded d = decode_global(addr, data.size());
+    switch (d.region) {
+    case Region::Host:
+        if (host_.dma_write(host_.opaque, d.offset, data.data(), data.size()) != 0) {
+            raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset));
+            return;
+        }
+        sat_inc(counters_[PEACH2_PORT_N].tx_pkts);
+        counters_[PEACH2_PORT_N].tx_bytes += data.size();
+        return;
+    case Region::Mailbox:
+        std::copy(data.begin(), data.end(), cardmem_.begin() + PEACH2_MAILBOX_OFF + d.offset);
+        raise_interrupt(PEACH2_INT_MAILBOX);
+        return;
+    case Region::Gpu:
+        raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region");
+        return;
+    case Region::CardReserved:
+    case Region::Unmapped:
+        raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset");
+        return;
+    }
+}
+
+// ---- links -----------------------------------------------------------------
+
+Link* Card::link(unsigned port) {
+    if (port < PEACH2_PORT_E || port > PEACH2_PORT_S)
+        return nullptr;
+    return &links_[port];
+}
+
+void Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload) {
+    Link& l = links_[port];
+    if (!l.tx.fits(kHeaderSize + payload.size())) {
+        raise_error(PEACH2_ERR_TX_OVERFLOW, hdr.addr,
+                    std::string("port ") + port_name(port) + " send queue full");
+        return;
+    }
+    hdr.magic = PEACH2_PKT_MAGIC;
+    hdr.version = PEACH2_PKT_VERSION;
+    hdr.seq = l.tx_seq++;
+    std::vector<uint8_t> bytes;
+    bytes.reserve(kHeaderSize + payload.size());
+    encode_packet(hdr, payload, bytes);
+    l.tx.push(bytes);
+    sat_inc(counters_[port].tx_pkts);
+    counters_[port].tx_bytes += payload.size();
+    if (host_.kick)
+        host_.kick(host_.opaque);
+}
+
+void Card::send_hello(unsigned port) {
+    peach2_hello hello{cfg_.node_id, cfg_.node_count, port,
+                       PEACH2_VERSION_MAJOR << 16 | PEACH2_VERSION_MINOR};
+    peach2_pkt_hdr hdr{};
+    hdr.type = PEACH2_PKT_HELLO;
+    hdr.src_node = static_cast<uint16_t>(cfg_.node_id);
+    hdr.dst_node = static_cast<uint16_t>(cfg_.node_id);
+    send(port, hdr, encode_hello(hello));
+}
+
+void Card::link_attach(unsigned port) {
+    if (Link* l = link(port))
+        l->attached = true;
+}
+
+void Card::link_connected(unsigned port, bool connected) {
+    Link* l = link(port);
+    if (!l)
+        return;
+    if (!connected) {
+        link_down(port, "transport closed");
+        l->connected = false;
+        return;
+    }
+    // A new connection is a new stream: forget the old one completely.
+    link_down(port, "transport reconnected");
+    l->connected = true;
+    l->rx.reset();
+    l->rx_seq = 0;
+    l->tx.clear();
+    l->tx_seq = 0;
+    send_hello(port);
+}
+
+void Card::link_down(unsigned port, const char* why) {
+    Link& l = links_[port];
+    if (l.up) {
+        log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " down: " + why);
+        l.up = false;
+        raise_interrupt(PEACH2_INT_LINK);
+    }
+    if (!l.tx.empty()) {
+        raise_error(PEACH2_ERR_LINK_DOWN, 0,
+                    std::string("port ") + port_name(port) + ": " +
+                        std::to_string(l.tx.size()) + " queued bytes lost");
+        l.tx.clear();
+    }
+}
+
+bool Card::link_receive(unsigned port, std::span<const uint8_t> bytes) {
+    Link* l = link(port);
+    if (!l || !l->connected)
+        return true;  // nothing to parse into; the transport will tell us
+    const bool ok = l->rx.feed(bytes, [&](const peach2_pkt_hdr& h, std::span<const uint8_t> p) {
+        return on_packet(port, h, p);
+    });
+    if (!ok) {
+        raise_error(PEACH2_ERR_BAD_PACKET, 0,
+                    std::string("port ") + port_name(port) + ": " + l->rx.error() +
+                        "; dropping the connection");
+        link_down(port, "corrupt stream");
+    }
+    return ok;
+}
+
+bool Card::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload) {
+    Link& l = links_[port];
+    sat_inc(counters_[port].rx_pkts);
+    counters_[port].rx_bytes += payload.size();
+    if (hdr.seq != l.rx_seq) {
+        l.rx.fail("sequence " + std::to_string(hdr.seq) + ", expected " + std::to_string(l.rx_seq));
+        return false;
+    }
+    ++l.rx_seq;
+    if (hdr.type == PEACH2_PKT_HELLO) {
+        const auto hello = decode_hello(payload);
+        if (!hello || hello->node_id >= PEACH2_MAX_NODES || hello->port > PEACH2_PORT_S) {
+            l.rx.fail("malformed HELLO");
+            return false;
+        }
+        if (hello->node_id == cfg_.node_id || hello->node_count != cfg_.node_count ||
+            (hello->version >> 16) != PEACH2_VERSION_MAJOR) {
+            // A miscabled or misconfigured cluster: keep the link down and say why.
+            raise_error(PEACH2_ERR_BAD_PACKET, 0,
+                        std::string("port ") + port_name(port) + ": peer node " +
+                            std::to_string(hello->node_id) + " of " +
+                            std::to_string(hello->node_count) + " does not fit node " +
+                            std::to_string(cfg_.node_id) + " of " +
+                            std::to_string(cfg_.node_count));
+            return true;
+        }
+        l.up = true;
+        l.peer_node = hello->node_id;
+        l.peer_port = hello->port;
+        log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " up: peer node " +
+                                 std::to_string(l.peer_node) + " port " + port_name(l.peer_port));
+        raise_interrupt(PEACH2_INT_LINK);
+        return true;
+    }
+    // WRITE (header_problem() admitted only these two types).
+    if (!l.up) {
+        l.rx.fail("WRITE before HELLO");
+        return false;
+    }
+    if (hdr.dst_node != PEACH2_ADDR_NODE(hdr.addr)) {
+        l.rx.fail("WRITE whose dst_node does not match its address");
+        return false;
+    }
+    route_write(hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1), hdr.src_node);
+    return true;
+}
+
+std::span<const uint8_t> Card::link_tx_peek(unsigned port) {
+    Link* l = link(port);
+    if (!l || !l->connected)
+        return {};
+    return l->tx.front();
+}
+
+void Card::link_tx_consume(unsigned port, size_t n) {
+    if (Link* l = link(port))
+        l->tx.consume(n);
+}
+
+// ---- errors and interrupts ----------------------------------------------------
+
+void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what) {
+    sat_inc(err_count_);
+    sat_inc(err_by_code_[code]);
+    last_err_ = code;
+    if (!(err_status_ & PEACH2_ERR_VALID)) {
+        err_status_ = PEACH2_ERR_VALID | code;
+        err_addr_ = addr;
+    }
+    log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) +
+                                    ": " + err_name(code) + " (" + what + ") at " + hex(addr));
+    raise_interrupt(PEACH2_INT_ERROR);
+}
+
+void Card::raise_interrupt(uint32_t bits) {
+    int_status_ |= bits;
+    update_irq();
+}
+
+// Interrupts are messages (MSI-X): one per newly pending, unmasked status
+// bit; nothing more until the driver clears that bit.
+void Card::update_irq() {
+    const uint32_t fresh = int_status_ & ~int_mask_ & ~notified_;
+    if (!fresh)
+        return;
+    notified_ |= fresh;
+    if (host_.notify)
+        host_.notify(host_.opaque, 0);
+}
+
+void Card::log(int level, const std::string& msg) {
+    if (host_.log)
+        host_.log(host_.opaque, level, msg.c_str());
+}
+
+}  // namespace peach2

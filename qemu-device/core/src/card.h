@@ -1,0 +1,102 @@
+// The PEACH2 card model: registers, window stores, routing, links, errors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "address_map.h"
+#include "byte_queue.h"
+#include "packet.h"
+#include "peach2_core.h"
+
+namespace peach2 {
+
+struct Counters {
+    uint64_t tx_pkts = 0, tx_bytes = 0, rx_pkts = 0, rx_bytes = 0;
+};
+
+// One cabled port (E, W or S).
+struct Link {
+    bool attached = false;   // has a transport (chardev)
+    bool connected = false;  // transport is connected
+    bool up = false;         // peer said HELLO
+    uint32_t peer_node = 0;
+    uint32_t peer_port = 0;
+    uint32_t tx_seq = 0;
+    uint32_t rx_seq = 0;
+    ByteQueue tx;
+    PacketParser rx;
+    explicit Link(size_t limit) : tx(limit) {}
+};
+
+class Card {
+public:
+    Card(const peach2_core_config& cfg, const peach2_core_host& host);
+
+    void reset();
+
+    uint64_t reg_read(uint64_t off, unsigned size);
+    void reg_write(uint64_t off, uint64_t val, unsigned size);
+    uint64_t cardmem_read(uint64_t off, unsigned size);
+    void cardmem_write(uint64_t off, uint64_t val, unsigned size);
+    uint64_t window_read(uint64_t off, unsigned size);
+    void window_write(uint64_t off, uint64_t val, unsigned size);
+    void flush();
+
+    void link_attach(unsigned port);
+    void link_connected(unsigned port, bool connected);
+    bool link_receive(unsigned port, std::span<const uint8_t> bytes);
+    std::span<const uint8_t> link_tx_peek(unsigned port);
+    void link_tx_consume(unsigned port, size_t n);
+
+private:
+    // Write-combining buffer: contiguous stores merge into one packet.
+    struct OpenWrite {
+        uint64_t addr = 0;
+        std::vector<uint8_t> data;
+    };
+
+    uint32_t reg_read32(uint64_t off);
+    void reg_write32(uint64_t off, uint32_t val);
+    uint32_t link_reg(unsigned port) const;
+
+    // A packet that must reach the node `addr` decodes to: deliver locally or
+    // send it out of the port the route gives.
+    void route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                     uint32_t src_node);
+    void deliver_local(uint64_t addr, std::span<const uint8_t> data);
+    std::optional<unsigned> port_towards(uint32_t node, peach2_err& why) const;
+    void send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
+    void send_hello(unsigned port);
+    bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
+    void link_down(unsigned port, const char* why);
+
+    void raise_error(peach2_err code, uint64_t addr, const std::string& what);
+    void raise_interrupt(uint32_t bits);
+    void update_irq();
+    void log(int level, const std::string& msg);
+    Link* link(unsigned port);
+
+    peach2_core_config cfg_;
+    peach2_core_host host_;
+
+    uint32_t scratch_ = 0;
+    uint32_t int_status_ = 0;
+    uint32_t int_mask_ = ~0u;
+    uint32_t notified_ = 0;  // status bits already signalled, not yet cleared
+    uint32_t err_status_ = 0;
+    uint64_t err_addr_ = 0;
+    uint32_t err_count_ = 0;
+    uint32_t last_err_ = 0;
+    std::array<uint32_t, PEACH2_ERR_NR_CODES> err_by_code_{};
+    std::array<Counters, PEACH2_NR_PORTS> counters_{};
+    std::vector<uint8_t> cardmem_;
+    std::array<Link, PEACH2_NR_PORTS> links_;  // index by port; N unused
+    std::optional<OpenWrite> open_;
+};
+
+}  // namespace peach2

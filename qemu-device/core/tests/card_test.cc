@@ -1,0 +1,215 @@
+// One card, no links: registers, local delivery, errors, interrupts.
+#include <gtest/gtest.h>
+
+#include "fake_host.h"
+
+namespace peach2::test {
+namespace {
+
+class CardTest : public ::testing::Test {
+protected:
+    FakeHost host;
+    CorePtr core = make_core(host, 0, 2);
+    peach2_core* c() { return core.get(); }
+    uint32_t errors(peach2_err code) { return reg(c(), PEACH2_REG_ERR_BY_CODE(code)); }
+};
+
+TEST(CardConfig, RejectsBadConfigWithMessage) {
+    FakeHost host;
+    const peach2_core_host cb = host.callbacks();
+    char err[128] = "";
+    peach2_core_config cfg{2, 2, 0};
+    EXPECT_EQ(peach2_core_new(&cfg, &cb, err, sizeof(err)), nullptr);
+    EXPECT_NE(std::string(err).find("node-id"), std::string::npos);
+    cfg = {0, 17, 0};
+    EXPECT_EQ(peach2_core_new(&cfg, &cb, err, sizeof(err)), nullptr);
+    cfg = {0, 0, 0};
+    EXPECT_EQ(peach2_core_new(&cfg, &cb, err, sizeof(err)), nullptr);
+}
+
+TEST_F(CardTest, IdentityRegisters) {
+    EXPECT_EQ(reg(c(), PEACH2_REG_ID), PEACH2_ID_MAGIC);
+    EXPECT_EQ(reg(c(), PEACH2_REG_VERSION) >> 16, PEACH2_VERSION_MAJOR);
+    EXPECT_EQ(reg(c(), PEACH2_REG_NODE_ID), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_NODE_COUNT), 2u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_SLICE_SHIFT), PEACH2_SLICE_SHIFT);
+    EXPECT_EQ(reg(c(), PEACH2_REG_HOST_SHIFT), PEACH2_HOST_SHIFT);
+    EXPECT_EQ(reg(c(), PEACH2_REG_LINK(0)), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 0u);
+}
+
+TEST_F(CardTest, ScratchAnd64BitAccess) {
+    peach2_core_reg_write(c(), PEACH2_REG_SCRATCH, 0xdeadbeef, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_SCRATCH), 0xdeadbeefu);
+    // 8-byte read of ID + VERSION.
+    const uint64_t v = peach2_core_reg_read(c(), PEACH2_REG_ID, 8);
+    EXPECT_EQ(static_cast<uint32_t>(v), PEACH2_ID_MAGIC);
+    EXPECT_EQ(static_cast<uint32_t>(v >> 32) >> 16, PEACH2_VERSION_MAJOR);
+}
+
+TEST_F(CardTest, BadRegisterAccessIsAnErrorNotACrash) {
+    EXPECT_EQ(peach2_core_reg_read(c(), 0xffc, 4), 0u);
+    peach2_core_reg_write(c(), PEACH2_REG_ID, 1, 4);      // read-only
+    peach2_core_reg_write(c(), PEACH2_REG_SCRATCH + 1, 1, 4);  // misaligned
+    peach2_core_reg_read(c(), PEACH2_REG_SCRATCH, 2);     // wrong size
+    peach2_core_reg_read(c(), ~0ull - 3, 4);              // absurd offset
+    EXPECT_EQ(errors(PEACH2_ERR_BAD_REG), 5u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_ID), PEACH2_ID_MAGIC);
+}
+
+TEST_F(CardTest, LocalStoresCoalesceAndLandAtTheBusAddress) {
+    std::vector<uint8_t> msg(600);
+    for (size_t i = 0; i < msg.size(); ++i)
+        msg[i] = static_cast<uint8_t>(i * 7 + 1);
+    cpu_store(c(), PEACH2_NODE_BASE(0) + 0x1000, msg.data(), msg.size());
+    peach2_core_flush(c());
+    EXPECT_EQ(0, std::memcmp(host.mem.data() + 0x1000, msg.data(), msg.size()));
+    // 600 contiguous bytes: packets of at most 256 bytes, in order.
+    ASSERT_EQ(host.writes.size(), 3u);
+    EXPECT_EQ(host.writes[0], std::make_pair(uint64_t{0x1000}, size_t{256}));
+    EXPECT_EQ(host.writes[1], std::make_pair(uint64_t{0x1100}, size_t{256}));
+    EXPECT_EQ(host.writes[2], std::make_pair(uint64_t{0x1200}, size_t{88}));
+    EXPECT_EQ(host.mem[0x1000 + 600], 0);  // nothing past the end
+    EXPECT_EQ(host.mem[0xfff], 0);
+    EXPECT_EQ(errors(PEACH2_ERR_NONE), 0u);
+    EXPECT_GE(host.kicks, 1);
+}
+
+TEST_F(CardTest, StoresNeverCrossA4KiBBoundary) {
+    const uint8_t b[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    cpu_store(c(), 0x1ff8, b, 16);
+    peach2_core_flush(c());
+    ASSERT_EQ(host.writes.size(), 2u);
+    EXPECT_EQ(host.writes[0], std::make_pair(uint64_t{0x1ff8}, size_t{8}));
+    EXPECT_EQ(host.writes[1], std::make_pair(uint64_t{0x2000}, size_t{8}));
+    // An unaligned 8-byte store across the boundary is split, not lost.
+    peach2_core_window_write(c(), 0x2ffd, 0x0807060504030201ull, 8);
+    peach2_core_flush(c());
+    EXPECT_EQ(host.mem[0x2ffd], 1);
+    EXPECT_EQ(host.mem[0x3004], 8);
+}
+
+TEST_F(CardTest, NonContiguousStoresKeepTheirOrder) {
+    peach2_core_window_write(c(), 0x100, 0x11, 1);
+    peach2_core_window_write(c(), 0x200, 0x22, 1);
+    peach2_core_window_write(c(), 0x100, 0x33, 1);  // overwrites the first
+    peach2_core_flush(c());
+    EXPECT_EQ(host.mem[0x100], 0x33);
+    EXPECT_EQ(host.mem[0x200], 0x22);
+}
+
+TEST_F(CardTest, StoreToNonexistentNodeIsReportedWithAddress) {
+    peach2_core_reg_write(c(), PEACH2_REG_INT_MASK, 0, 4);
+    const uint64_t addr = PEACH2_NODE_BASE(9) + 0x40;
+    peach2_core_window_write(c(), addr, 42, 8);
+    peach2_core_flush(c());
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 1u);
+    EXPECT_EQ(errors(PEACH2_ERR_NO_SUCH_NODE), 1u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_LAST_ERR), static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_STATUS), PEACH2_ERR_VALID | PEACH2_ERR_NO_SUCH_NODE);
+    const uint64_t latched = reg(c(), PEACH2_REG_ERR_ADDR_LO) |
+                             static_cast<uint64_t>(reg(c(), PEACH2_REG_ERR_ADDR_HI)) << 32;
+    EXPECT_EQ(latched, addr);
+    EXPECT_TRUE(reg(c(), PEACH2_REG_INT_STATUS) & PEACH2_INT_ERROR);
+    EXPECT_EQ(host.irqs, std::vector<unsigned>{0});
+    EXPECT_TRUE(host.writes.empty());
+    ASSERT_FALSE(host.logs.empty());
+    EXPECT_NE(host.logs.back().find("no such node"), std::string::npos);
+}
+
+TEST_F(CardTest, ErrorStatusLatchesTheFirstErrorUntilCleared) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
+    peach2_core_flush(c());
+    peach2_core_window_read(c(), 0, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_STATUS) & 0xff, static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_EQ(reg(c(), PEACH2_REG_LAST_ERR), static_cast<uint32_t>(PEACH2_ERR_READ_UNSUPPORTED));
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 2u);
+    peach2_core_reg_write(c(), PEACH2_REG_ERR_STATUS, PEACH2_ERR_VALID, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_STATUS), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 2u);  // the counter is not cleared
+}
+
+TEST_F(CardTest, InterruptsRespectMaskAndAreNotRepeatedUntilCleared) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
+    peach2_core_flush(c());
+    EXPECT_TRUE(host.irqs.empty());  // masked at reset
+    peach2_core_reg_write(c(), PEACH2_REG_INT_MASK, ~PEACH2_INT_ERROR, 4);
+    EXPECT_EQ(host.irqs.size(), 1u);  // pending + unmasked: delivered now
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(host.irqs.size(), 1u);  // same bit still pending
+    peach2_core_reg_write(c(), PEACH2_REG_INT_STATUS, PEACH2_INT_ERROR, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_INT_STATUS), 0u);
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(host.irqs.size(), 2u);
+}
+
+TEST_F(CardTest, WindowIsWriteOnly) {
+    EXPECT_EQ(peach2_core_window_read(c(), 0x10, 4), 0xffffffffu);
+    EXPECT_EQ(peach2_core_window_read(c(), 0x10, 8), ~0ull);
+    EXPECT_EQ(errors(PEACH2_ERR_READ_UNSUPPORTED), 2u);
+}
+
+TEST_F(CardTest, RemoteNodeWithNoLinkIsReportedAsNoRoute) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(1), 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(errors(PEACH2_ERR_NO_ROUTE), 1u);
+    peach2_core_link_attach(c(), PEACH2_PORT_E);  // cabled but not connected
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(1), 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(errors(PEACH2_ERR_LINK_DOWN), 1u);
+}
+
+TEST_F(CardTest, MailboxGpuAndUnmappedRegions) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(0) + PEACH2_CARD_OFF + 0x10, 0xabcd, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(peach2_core_cardmem_read(c(), PEACH2_MAILBOX_OFF + 0x10, 4), 0xabcdu);
+    EXPECT_TRUE(reg(c(), PEACH2_REG_INT_STATUS) & PEACH2_INT_MAILBOX);
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(0) + PEACH2_GPU_OFF, 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(errors(PEACH2_ERR_NO_GPU), 1u);
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(0) + PEACH2_CARD_OFF + PEACH2_CARD_SIZE, 1, 4);
+    peach2_core_flush(c());
+    EXPECT_EQ(errors(PEACH2_ERR_BAD_TARGET), 1u);
+}
+
+TEST_F(CardTest, RejectedHostWriteIsReported) {
+    peach2_core_window_write(c(), host.mem.size() - 2, 0xffffffff, 4);  // past fake RAM
+    peach2_core_flush(c());
+    EXPECT_EQ(errors(PEACH2_ERR_DMA_WRITE), 1u);
+}
+
+TEST_F(CardTest, CardMemoryBounds) {
+    peach2_core_cardmem_write(c(), PEACH2_CARDMEM_SIZE - 4, 0x12345678, 4);
+    EXPECT_EQ(peach2_core_cardmem_read(c(), PEACH2_CARDMEM_SIZE - 4, 4), 0x12345678u);
+    peach2_core_cardmem_write(c(), PEACH2_CARDMEM_SIZE - 2, 1, 4);
+    EXPECT_EQ(peach2_core_cardmem_read(c(), PEACH2_CARDMEM_SIZE, 4), 0u);
+    EXPECT_EQ(errors(PEACH2_ERR_BAD_REG), 2u);
+}
+
+TEST_F(CardTest, CountersCountHostTraffic) {
+    const uint8_t b[16] = {};
+    cpu_store(c(), 0x40, b, 16);
+    peach2_core_flush(c());
+    const auto cnt = [&](uint64_t off) { return peach2_core_reg_read(c(), off, 8); };
+    EXPECT_EQ(cnt(PEACH2_REG_RX_PKTS(PEACH2_PORT_N)), 1u);
+    EXPECT_EQ(cnt(PEACH2_REG_RX_BYTES(PEACH2_PORT_N)), 16u);
+    EXPECT_EQ(cnt(PEACH2_REG_TX_PKTS(PEACH2_PORT_N)), 1u);
+    EXPECT_EQ(cnt(PEACH2_REG_TX_BYTES(PEACH2_PORT_N)), 16u);
+}
+
+TEST_F(CardTest, ResetClearsErrorsAndCardMemory) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
+    peach2_core_cardmem_write(c(), PEACH2_MAILBOX_OFF, 7, 4);
+    peach2_core_reset(c());
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 0u);
+    EXPECT_EQ(peach2_core_cardmem_read(c(), PEACH2_MAILBOX_OFF, 4), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_INT_MASK), ~0u);
+    // The open write-combining buffer was discarded, not delivered.
+    peach2_core_flush(c());
+    EXPECT_TRUE(host.writes.empty());
+}
+
+}  // namespace
+}  // namespace peach2::test

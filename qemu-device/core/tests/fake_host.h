@@ -1,0 +1,71 @@
+// A host for the core in tests: guest memory as a byte vector, interrupts and
+// log lines recorded.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peach2_core.h"
+#include "peach2/peach2_hw.h"
+
+namespace peach2::test {
+
+struct FakeHost {
+    std::vector<uint8_t> mem = std::vector<uint8_t>(1 << 20, 0);
+    std::vector<std::pair<uint64_t, size_t>> writes;  // (addr, len) of every DMA write
+    std::vector<unsigned> irqs;
+    std::vector<std::string> logs;
+    int kicks = 0;
+
+    peach2_core_host callbacks() {
+        peach2_core_host h{};
+        h.opaque = this;
+        h.dma_write = [](void* o, uint64_t addr, const void* buf, size_t len) {
+            auto* self = static_cast<FakeHost*>(o);
+            if (addr > self->mem.size() || self->mem.size() - addr < len)
+                return -1;
+            std::memcpy(self->mem.data() + addr, buf, len);
+            self->writes.emplace_back(addr, len);
+            return 0;
+        };
+        h.kick = [](void* o) { ++static_cast<FakeHost*>(o)->kicks; };
+        h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
+        h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
+        return h;
+    }
+};
+
+struct CoreDeleter {
+    void operator()(peach2_core* c) const { peach2_core_free(c); }
+};
+using CorePtr = std::unique_ptr<peach2_core, CoreDeleter>;
+
+inline CorePtr make_core(FakeHost& host, uint32_t node, uint32_t nodes, uint64_t tx_limit = 0) {
+    peach2_core_config cfg{node, nodes, tx_limit};
+    const peach2_core_host cb = host.callbacks();
+    return CorePtr(peach2_core_new(&cfg, &cb, nullptr, 0));
+}
+
+inline uint32_t reg(peach2_core* c, uint64_t off) {
+    return static_cast<uint32_t>(peach2_core_reg_read(c, off, 4));
+}
+
+// Store `len` bytes at window address `addr` the way a CPU does: 8-byte
+// stores where aligned, smaller ones at the edges.
+inline void cpu_store(peach2_core* c, uint64_t addr, const uint8_t* src, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        unsigned size = 8;
+        while (size > 1 && ((addr + i) % size != 0 || len - i < size))
+            size /= 2;
+        uint64_t v = 0;
+        std::memcpy(&v, src + i, size);
+        peach2_core_window_write(c, addr + i, v, size);
+        i += size;
+    }
+}
+
+}  // namespace peach2::test

@@ -1,0 +1,192 @@
+// Two cards cabled E(0) <-> W(1), bytes moved by the test like a socket would.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fake_host.h"
+#include "packet.h"
+
+namespace peach2::test {
+namespace {
+
+class TwoCards : public ::testing::Test {
+protected:
+    FakeHost ha, hb;
+    CorePtr a = make_core(ha, 0, 2);
+    CorePtr b = make_core(hb, 1, 2);
+
+    void SetUp() override {
+        peach2_core_link_attach(a.get(), PEACH2_PORT_E);
+        peach2_core_link_attach(b.get(), PEACH2_PORT_W);
+        connect();
+    }
+    void connect() {
+        peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
+        peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);
+        pump();
+    }
+    // Move every queued byte across the cable, both ways, until quiet.
+    // Returns false if a receiver declared its stream corrupt.
+    bool pump() {
+        bool ok = true, moved = true;
+        while (moved) {
+            moved = false;
+            peach2_core_flush(a.get());
+            peach2_core_flush(b.get());
+            ok &= move(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, moved);
+            ok &= move(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, moved);
+        }
+        return ok;
+    }
+    static bool move(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp, bool& moved) {
+        const void* buf = nullptr;
+        const size_t n = peach2_core_link_tx_peek(from, fp, &buf);
+        if (!n)
+            return true;
+        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf),
+                                   static_cast<const uint8_t*>(buf) + n);
+        peach2_core_link_tx_consume(from, fp, n);
+        moved = true;
+        return peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
+    }
+    uint32_t errors(peach2_core* c, peach2_err code) {
+        return reg(c, PEACH2_REG_ERR_BY_CODE(code));
+    }
+};
+
+TEST_F(TwoCards, HelloBringsBothLinksUpWithPeerIdentity) {
+    const uint32_t la = reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1));
+    const uint32_t lb = reg(b.get(), PEACH2_REG_LINK(PEACH2_PORT_W - 1));
+    EXPECT_TRUE(la & PEACH2_LINK_UP);
+    EXPECT_TRUE(la & PEACH2_LINK_CONNECTED);
+    EXPECT_EQ(la >> PEACH2_LINK_PEER_NODE_SHIFT, 1u);
+    EXPECT_EQ((la >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf, static_cast<uint32_t>(PEACH2_PORT_W));
+    EXPECT_EQ(lb >> PEACH2_LINK_PEER_NODE_SHIFT, 0u);
+    EXPECT_EQ((lb >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf, static_cast<uint32_t>(PEACH2_PORT_E));
+    EXPECT_TRUE(reg(a.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_LINK);
+}
+
+TEST_F(TwoCards, RemoteStoresArriveIntactAndOnlyWhereAddressed) {
+    std::mt19937 rng(1);
+    for (int round = 0; round < 200; ++round) {
+        const size_t len = 1 + rng() % 5000;
+        const uint64_t off = rng() % (hb.mem.size() - len);
+        std::vector<uint8_t> data(len);
+        for (auto& x : data)
+            x = static_cast<uint8_t>(rng());
+        const auto before = hb.mem;
+        cpu_store(a.get(), PEACH2_NODE_BASE(1) + off, data.data(), len);
+        ASSERT_TRUE(pump());
+        ASSERT_EQ(0, std::memcmp(hb.mem.data() + off, data.data(), len)) << "round " << round;
+        ASSERT_EQ(0, std::memcmp(hb.mem.data(), before.data(), off));
+        ASSERT_EQ(0, std::memcmp(hb.mem.data() + off + len, before.data() + off + len,
+                                 hb.mem.size() - off - len));
+    }
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_ERR_COUNT), 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_ERR_COUNT), 0u);
+    EXPECT_TRUE(ha.writes.empty());  // nothing landed on the sender
+    EXPECT_GT(peach2_core_reg_read(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8), 200u);
+    EXPECT_EQ(peach2_core_reg_read(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8),
+              peach2_core_reg_read(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8));
+}
+
+TEST_F(TwoCards, MailboxIsRemotelyWritable) {
+    const uint64_t v = 0x1122334455667788ull;
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + 0x800, v, 8);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(peach2_core_cardmem_read(b.get(), PEACH2_MAILBOX_OFF + 0x800, 8), v);
+}
+
+TEST_F(TwoCards, GarbageOnTheLinkIsReportedAndTheLinkRecovers) {
+    std::vector<uint8_t> junk(100, 0x5a);
+    EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, junk.data(), junk.size()));
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
+    EXPECT_FALSE(reg(b.get(), PEACH2_REG_LINK(PEACH2_PORT_W - 1)) & PEACH2_LINK_UP);
+    // The glue drops the connection; the transport reconnects.
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    peach2_core_link_connected(b.get(), PEACH2_PORT_W, false);
+    connect();
+    EXPECT_TRUE(reg(b.get(), PEACH2_REG_LINK(PEACH2_PORT_W - 1)) & PEACH2_LINK_UP);
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x10, 0x77, 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(hb.mem[0x10], 0x77);
+}
+
+TEST_F(TwoCards, ForgedWritesAreRejected) {
+    // A well-formed WRITE with the wrong sequence number.
+    peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_WRITE, 0, 0, 0, 1, 4,
+                     PEACH2_NODE_BASE(1) + 0x20, 999, 0};
+    const uint8_t payload[4] = {9, 9, 9, 9};
+    std::vector<uint8_t> bytes;
+    encode_packet(h, payload, bytes);
+    EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
+    EXPECT_EQ(hb.mem[0x20], 0);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
+}
+
+TEST_F(TwoCards, WriteBeforeHelloIsRejected) {
+    peach2_core_link_connected(b.get(), PEACH2_PORT_W, false);
+    peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);  // fresh stream, no HELLO yet
+    peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_WRITE, 0, 0, 0, 1, 4,
+                     PEACH2_NODE_BASE(1) + 0x20, 0, 0};
+    const uint8_t payload[4] = {9, 9, 9, 9};
+    std::vector<uint8_t> bytes;
+    encode_packet(h, payload, bytes);
+    EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
+    EXPECT_EQ(hb.mem[0x20], 0);
+}
+
+TEST_F(TwoCards, MisconfiguredPeerKeepsTheLinkDown) {
+    FakeHost hc;
+    CorePtr c = make_core(hc, 1, 4);  // thinks the cluster has 4 nodes
+    peach2_core_link_attach(c.get(), PEACH2_PORT_W);
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
+    peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
+    bool moved = false;
+    for (int i = 0; i < 3; ++i) {
+        move(a.get(), PEACH2_PORT_E, c.get(), PEACH2_PORT_W, moved);
+        move(c.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, moved);
+    }
+    EXPECT_FALSE(reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)) & PEACH2_LINK_UP);
+    EXPECT_FALSE(reg(c.get(), PEACH2_REG_LINK(PEACH2_PORT_W - 1)) & PEACH2_LINK_UP);
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_BAD_PACKET), 1u);
+    ASSERT_FALSE(ha.logs.empty());
+}
+
+TEST_F(TwoCards, PeerGoneMakesStoresFailVisibly) {
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    EXPECT_FALSE(reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)) & PEACH2_LINK_UP);
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1), 1, 4);
+    peach2_core_flush(a.get());
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_LINK_DOWN), 1u);
+}
+
+TEST_F(TwoCards, QueuedBytesLostOnDisconnectAreCounted) {
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1), 1, 4);
+    peach2_core_flush(a.get());  // queued, not yet sent
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_LINK_DOWN), 1u);
+}
+
+TEST(TwoCardsSmallQueue, OverflowDropsAndCounts) {
+    FakeHost ha, hb;
+    CorePtr a = make_core(ha, 0, 2, 1024);
+    peach2_core_link_attach(a.get(), PEACH2_PORT_E);
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
+    CorePtr b = make_core(hb, 1, 2);
+    peach2_core_link_attach(b.get(), PEACH2_PORT_W);
+    peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);
+    const void* buf = nullptr;
+    size_t n = peach2_core_link_tx_peek(b.get(), PEACH2_PORT_W, &buf);
+    peach2_core_link_receive(a.get(), PEACH2_PORT_E, buf, n);  // a learns its peer
+    ASSERT_TRUE(reg(a.get(), PEACH2_REG_LINK(0)) & PEACH2_LINK_UP);
+    std::vector<uint8_t> data(4096, 1);
+    cpu_store(a.get(), PEACH2_NODE_BASE(1), data.data(), data.size());
+    peach2_core_flush(a.get());
+    EXPECT_GT(reg(a.get(), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_TX_OVERFLOW)), 0u);
+    EXPECT_LE(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf), 1024u);
+}
+
+}  // namespace
+}  // namespace peach2::test

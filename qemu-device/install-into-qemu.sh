@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Copy the peach2 device into a QEMU 7.2 source tree (idempotent).
+#   hw/misc/peach2.c                 the QEMU glue
+#   hw/misc/peach2/                  the C++ core and the shared hardware header
+# and hook it into hw/misc/{Kconfig,meson.build,trace-events}.
+# Files are only rewritten when their content changed, so ninja rebuilds
+# just what changed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+src=${1:?usage: install-into-qemu.sh QEMU_SOURCE_DIR}
+misc=$src/hw/misc
+[ -f "$misc/meson.build" ] || { echo "install-into-qemu: $src is not a QEMU source tree" >&2; exit 1; }
+
+put() { # put SRC DST: copy if different
+  mkdir -p "$(dirname "$2")"
+  cmp -s "$1" "$2" || cp "$1" "$2"
+}
+put "$here/qemu/peach2.c" "$misc/peach2.c"
+for f in "$here"/core/src/*.cc "$here"/core/src/*.h; do
+  put "$f" "$misc/peach2/$(basename "$f")"
+done
+put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
+put "$top/include/peach2/peach2_hw.h" "$misc/peach2/include/peach2/peach2_hw.h"
+
+# Hooks: appended once, between markers, replaced when they change.
+hook() { # hook FILE SNIPPET
+  local file=$1 snippet=$2 tmp
+  tmp=$(mktemp)
+  awk '/^# >>> peach2/{skip=1} !skip{print} /^# <<< peach2/{skip=0}' "$file" >"$tmp"
+  { printf '# >>> peach2\n'; cat "$snippet"; printf '# <<< peach2\n'; } >>"$tmp"
+  if cmp -s "$tmp" "$file"; then rm -f "$tmp"; else mv "$tmp" "$file"; fi
+}
+hook "$misc/Kconfig" "$here/qemu/Kconfig.in"
+hook "$misc/meson.build" "$here/qemu/meson.build.in"
+hook "$misc/trace-events" "$here/qemu/trace-events"

@@ -1,0 +1,440 @@
+/*
+ * PEACH2 / TCA interconnect card (emulated)
+ *
+ * Thin QEMU glue around the C++ device core (hw/misc/peach2/): PCI
+ * config, BARs, MSI-X, link ports as chardevs, guest-memory DMA. Every
+ * decision about guest or wire input is the core's; this file only moves
+ * bytes and never trusts them. The programming model is docs/hardware.md
+ * of the PEACH2 emulation project.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/error-report.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "chardev/char-fe.h"
+#include "migration/vmstate.h"
+#include "qom/object.h"
+#include "trace.h"
+
+#include "peach2/peach2_hw.h"
+#include "peach2_core.h"
+
+#define TYPE_PEACH2 "peach2"
+OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
+
+/* Bytes taken from a link per read callback; the core buffers the rest. */
+#define PEACH2_RX_CHUNK 65536
+
+typedef struct Peach2Port {
+    Peach2State *dev;
+    unsigned port;
+    CharBackend chr;
+    guint watch;        /* waiting for the chardev to become writable */
+} Peach2Port;
+
+struct Peach2State {
+    PCIDevice parent_obj;
+
+    MemoryRegion bar0;
+    MemoryRegion regs;
+    MemoryRegion cardmem;
+    MemoryRegion window;
+
+    peach2_core *core;
+    QEMUBH *flush_bh;
+    Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
+
+    uint32_t node_id;
+    uint32_t node_count;
+    uint64_t tx_limit;
+};
+
+/* ---- core callbacks ---------------------------------------------------- */
+
+static int peach2_dma_write(void *opaque, uint64_t addr, const void *buf,
+                            size_t len)
+{
+    Peach2State *s = opaque;
+
+    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
+static void peach2_kick(void *opaque)
+{
+    Peach2State *s = opaque;
+
+    qemu_bh_schedule(s->flush_bh);
+}
+
+static void peach2_notify(void *opaque, unsigned vector)
+{
+    PCIDevice *pdev = PCI_DEVICE(opaque);
+
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, vector);
+    }
+}
+
+static void peach2_log(void *opaque, int level, const char *msg)
+{
+    Peach2State *s = opaque;
+
+    trace_peach2_log(s->node_id, msg);
+    if (level == PEACH2_LOG_INFO) {
+        info_report("peach2 node %u: %s", s->node_id, msg);
+    } else {
+        qemu_log_mask(LOG_GUEST_ERROR, "%s\n", msg);
+    }
+}
+
+/* ---- links ------------------------------------------------------------- */
+
+static void peach2_port_drain(Peach2Port *p);
+
+static gboolean peach2_port_writable(void *do_not_use, GIOCondition cond,
+                                     void *opaque)
+{
+    Peach2Port *p = opaque;
+
+    p->watch = 0;
+    peach2_port_drain(p);
+    return G_SOURCE_REMOVE;
+}
+
+/* Send what the core has queued without ever blocking: a peer that does
+ * not read must not stall this VM (and two VMs blocking on each other
+ * would deadlock). Leftovers wait for the chardev to become writable. */
+static void peach2_port_drain(Peach2Port *p)
+{
+    peach2_core *core = p->dev->core;
+
+    if (p->watch || !qemu_chr_fe_backend_connected(&p->chr)) {
+        return;
+    }
+    for (;;) {
+        const void *buf;
+        size_t n = peach2_core_link_tx_peek(core, p->port, &buf);
+        int done;
+
+        if (n == 0) {
+            return;
+        }
+        done = qemu_chr_fe_write(&p->chr, buf, MIN(n, (size_t)INT_MAX));
+        if (done > 0) {
+            peach2_core_link_tx_consume(core, p->port, done);
+            continue;
+        }
+        if (done < 0 && errno != EAGAIN) {
+            return; /* the chardev reports the disconnect through its event */
+        }
+        p->watch = qemu_chr_fe_add_watch(&p->chr, G_IO_OUT | G_IO_HUP,
+                                         peach2_port_writable, p);
+        return;
+    }
+}
+
+static void peach2_flush_bh(void *opaque)
+{
+    Peach2State *s = opaque;
+    unsigned i;
+
+    peach2_core_flush(s->core);
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        peach2_port_drain(&s->ports[i]);
+    }
+}
+
+static int peach2_port_can_receive(void *opaque)
+{
+    return PEACH2_RX_CHUNK;
+}
+
+static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
+{
+    Peach2Port *p = opaque;
+
+    if (!peach2_core_link_receive(p->dev->core, p->port, buf, size)) {
+        /* Corrupt stream: the core has reported it; start a fresh one. */
+        qemu_chr_fe_disconnect(&p->chr);
+    }
+}
+
+static void peach2_port_event(void *opaque, QEMUChrEvent event)
+{
+    Peach2Port *p = opaque;
+
+    trace_peach2_link_event(p->dev->node_id, p->port, event);
+    switch (event) {
+    case CHR_EVENT_OPENED:
+        peach2_core_link_connected(p->dev->core, p->port, true);
+        break;
+    case CHR_EVENT_CLOSED:
+        if (p->watch) {
+            g_source_remove(p->watch);
+            p->watch = 0;
+        }
+        peach2_core_link_connected(p->dev->core, p->port, false);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- MMIO -------------------------------------------------------------- */
+
+static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    Peach2State *s = opaque;
+
+    return peach2_core_reg_read(s->core, addr, size);
+}
+
+static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                              unsigned size)
+{
+    Peach2State *s = opaque;
+
+    peach2_core_reg_write(s->core, addr, val, size);
+}
+
+static uint64_t peach2_cardmem_read(void *opaque, hwaddr addr, unsigned size)
+{
+    Peach2State *s = opaque;
+
+    return peach2_core_cardmem_read(s->core, addr, size);
+}
+
+static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
+                                 unsigned size)
+{
+    Peach2State *s = opaque;
+
+    peach2_core_cardmem_write(s->core, addr, val, size);
+}
+
+static uint64_t peach2_window_read(void *opaque, hwaddr addr, unsigned size)
+{
+    Peach2State *s = opaque;
+
+    return peach2_core_window_read(s->core, addr, size);
+}
+
+static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
+                                unsigned size)
+{
+    Peach2State *s = opaque;
+
+    peach2_core_window_write(s->core, addr, val, size);
+}
+
+/* The core checks sizes and alignment itself and reports bad ones. */
+#define PEACH2_ANY_ACCESS \
+    .valid = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }, \
+    .impl = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }
+
+static const MemoryRegionOps peach2_regs_ops = {
+    .read = peach2_regs_read,
+    .write = peach2_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    PEACH2_ANY_ACCESS,
+};
+
+static const MemoryRegionOps peach2_cardmem_ops = {
+    .read = peach2_cardmem_read,
+    .write = peach2_cardmem_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    PEACH2_ANY_ACCESS,
+};
+
+static const MemoryRegionOps peach2_window_ops = {
+    .read = peach2_window_read,
+    .write = peach2_window_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    PEACH2_ANY_ACCESS,
+};
+
+/* ---- device ------------------------------------------------------------ */
+
+static void peach2_realize(PCIDevice *pdev, Error **errp)
+{
+    Peach2State *s = PEACH2(pdev);
+    peach2_core_config cfg = {
+        .node_id = s->node_id,
+        .node_count = s->node_count,
+        .tx_limit = s->tx_limit,
+    };
+    peach2_core_host host = {
+        .opaque = s,
+        .dma_write = peach2_dma_write,
+        .kick = peach2_kick,
+        .notify = peach2_notify,
+        .log = peach2_log,
+    };
+    char why[256];
+    unsigned i;
+
+    s->core = peach2_core_new(&cfg, &host, why, sizeof(why));
+    if (!s->core) {
+        error_setg(errp, "peach2: %s (node-id=%u nodes=%u)", why,
+                   s->node_id, s->node_count);
+        return;
+    }
+    s->flush_bh = qemu_bh_new_guarded(peach2_flush_bh, s,
+                                      &DEVICE(pdev)->mem_reentrancy_guard);
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init(&s->bar0, OBJECT(s), "peach2-bar0", PEACH2_REGS_SIZE);
+    memory_region_init_io(&s->regs, OBJECT(s), &peach2_regs_ops, s,
+                          "peach2-regs", PEACH2_MSIX_TABLE_OFF);
+    memory_region_add_subregion(&s->bar0, 0, &s->regs);
+    pci_register_bar(pdev, PEACH2_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->bar0);
+
+    memory_region_init_io(&s->cardmem, OBJECT(s), &peach2_cardmem_ops, s,
+                          "peach2-cardmem", PEACH2_CARDMEM_SIZE);
+    pci_register_bar(pdev, PEACH2_BAR_CARDMEM, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->cardmem);
+
+    memory_region_init_io(&s->window, OBJECT(s), &peach2_window_ops, s,
+                          "peach2-window", PEACH2_WINDOW_SIZE);
+    pci_register_bar(pdev, PEACH2_BAR_WINDOW,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH,
+                     &s->window);
+
+    if (pci_is_express(pdev)) {
+        pcie_endpoint_cap_init(pdev, 0x80);
+    }
+    if (msix_init(pdev, PEACH2_MSIX_VECTORS, &s->bar0, PEACH2_BAR_REGS,
+                  PEACH2_MSIX_TABLE_OFF, &s->bar0, PEACH2_BAR_REGS,
+                  PEACH2_MSIX_PBA_OFF, 0, errp)) {
+        peach2_core_free(s->core);
+        s->core = NULL;
+        qemu_bh_delete(s->flush_bh);
+        s->flush_bh = NULL;
+        return;
+    }
+    for (i = 0; i < PEACH2_MSIX_VECTORS; i++) {
+        msix_vector_use(pdev, i);
+    }
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Port *p = &s->ports[i];
+
+        p->dev = s;
+        p->port = i;
+        if (!qemu_chr_fe_backend_connected(&p->chr)) {
+            continue;
+        }
+        peach2_core_link_attach(s->core, i);
+        qemu_chr_fe_set_handlers(&p->chr, peach2_port_can_receive,
+                                 peach2_port_receive, peach2_port_event,
+                                 NULL, p, NULL, true);
+    }
+}
+
+static void peach2_exit(PCIDevice *pdev)
+{
+    Peach2State *s = PEACH2(pdev);
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        if (s->ports[i].watch) {
+            g_source_remove(s->ports[i].watch);
+            s->ports[i].watch = 0;
+        }
+        qemu_chr_fe_deinit(&s->ports[i].chr, false);
+    }
+    msix_uninit(pdev, &s->bar0, &s->bar0);
+    if (s->flush_bh) {
+        qemu_bh_delete(s->flush_bh);
+    }
+    peach2_core_free(s->core);
+    s->core = NULL;
+}
+
+static void peach2_reset(DeviceState *dev)
+{
+    Peach2State *s = PEACH2(dev);
+
+    if (s->core) {
+        peach2_core_reset(s->core);
+    }
+}
+
+static Property peach2_properties[] = {
+    DEFINE_PROP_UINT32("node-id", Peach2State, node_id, 0),
+    DEFINE_PROP_UINT32("nodes", Peach2State, node_count, 2),
+    DEFINE_PROP_CHR("port-e", Peach2State, ports[PEACH2_PORT_E].chr),
+    DEFINE_PROP_CHR("port-w", Peach2State, ports[PEACH2_PORT_W].chr),
+    DEFINE_PROP_CHR("port-s", Peach2State, ports[PEACH2_PORT_S].chr),
+    DEFINE_PROP_UINT64("tx-limit", Peach2State, tx_limit, 0),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+/* The card cannot be migrated: its peers hold link state about it. */
+static const VMStateDescription peach2_vmstate = {
+    .name = TYPE_PEACH2,
+    .unmigratable = 1,
+};
+
+static void peach2_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = peach2_realize;
+    k->exit = peach2_exit;
+    k->vendor_id = PEACH2_PCI_VENDOR_ID;
+    k->device_id = PEACH2_PCI_DEVICE_ID;
+    k->revision = PEACH2_PCI_REVISION;
+    k->class_id = PEACH2_PCI_CLASS;
+    dc->desc = "PEACH2/TCA interconnect card (emulated)";
+    dc->vmsd = &peach2_vmstate;
+    dc->reset = peach2_reset;
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    device_class_set_props(dc, peach2_properties);
+
+    object_class_property_set_description(klass, "node-id",
+        "this card's node id in the sub-cluster (0 .. nodes-1)");
+    object_class_property_set_description(klass, "nodes",
+        "number of nodes in the sub-cluster (1 .. 16); all cards must agree");
+    object_class_property_set_description(klass, "port-e",
+        "chardev of the E port cable (ring: to the next node's W port)");
+    object_class_property_set_description(klass, "port-w",
+        "chardev of the W port cable (ring: to the previous node's E port)");
+    object_class_property_set_description(klass, "port-s",
+        "chardev of the S port cable (joins two rings)");
+    object_class_property_set_description(klass, "tx-limit",
+        "bytes queued per link before packets are dropped (0: 64 MiB)");
+}
+
+static const TypeInfo peach2_info = {
+    .name = TYPE_PEACH2,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(Peach2State),
+    .class_init = peach2_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { }
+    },
+};
+
+static void peach2_register_types(void)
+{
+    type_register_static(&peach2_info);
+}
+
+type_init(peach2_register_types)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Install everything the project needs from Debian packages (bookworm).
+# Idempotent: does nothing when every package is already present.
+set -euo pipefail
+
+KVER=${PEACH2_GUEST_KVER:-6.1.0-56-amd64}
+
+PKGS=(
+  # QEMU 7.2 build (ENGINEERING-NOTES.md)
+  build-essential ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev
+  libslirp-dev libcap-ng-dev libattr1-dev libfdt-dev flex bison python3-venv
+  dpkg-dev
+  # firmware images QEMU needs at run time
+  seabios ipxe-qemu qemu-system-data
+  # guest: kernel headers for the module, busybox, pciutils for lspci in the guest
+  "linux-headers-${KVER}" busybox-static pciutils cpio
+  # host tests
+  cmake googletest libgtest-dev python3-pytest
+  # static checkers for driver/
+  sparse
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# QEMU's source comes from Debian's source packages: make sure a deb-src entry exists.
+need_src=0
+if ! grep -rqs "^Types:.*deb-src" /etc/apt/sources.list.d/ && \
+   ! grep -qs "^deb-src" /etc/apt/sources.list; then
+  need_src=1
+fi
+
+if [ ${#missing[@]} -eq 0 ] && [ $need_src -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+if [ $need_src -eq 0 ]; then :; else
+  echo "install-deps: adding a deb-src entry for bookworm"
+  src=$(ls /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1 || true)
+  if [ -n "$src" ]; then
+    # Same archive as the first deb stanza, Types: deb-src
+    awk 'BEGIN{RS="";ORS="\n\n"} NR==1{sub(/Types: deb/,"Types: deb-src"); print}' "$src" | \
+      $SUDO tee /etc/apt/sources.list.d/peach2-deb-src.sources >/dev/null
+  else
+    grep -E "^deb " /etc/apt/sources.list | head -n1 | sed 's/^deb /deb-src /' | \
+      $SUDO tee /etc/apt/sources.list.d/peach2-deb-src.list >/dev/null
+  fi
+fi
+
+echo "install-deps: apt-get update"
+$SUDO apt-get update -q
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: done"
