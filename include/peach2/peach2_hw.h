@@ -112,6 +112,23 @@ typedef uint64_t peach2_u64;
 #define PEACH2_REG_ERR_ADDR_HI 0x05c
 #define PEACH2_REG_LAST_ERR    0x060 /* RO: code of the most recent error */
 
+/* Inbound filter: delivered writes to host memory are applied only inside
+ * ranges the driver registered (its communication buffers); anything else is
+ * refused with PEACH2_ERR_NOT_REGISTERED. Enabled, and empty, at reset. */
+#define PEACH2_REG_IN_CTRL     0x070 /* RW: bit 0 enable (reset 1) */
+#define   PEACH2_IN_ENABLE      (1u << 0)
+#define PEACH2_REG_IN_COUNT    0x074 /* RO: ranges registered */
+#define PEACH2_REG_IN_BASE_LO  0x078 /* RW: bus address of a range */
+#define PEACH2_REG_IN_BASE_HI  0x07c
+#define PEACH2_REG_IN_SIZE_LO  0x080 /* RW: bytes */
+#define PEACH2_REG_IN_SIZE_HI  0x084
+#define PEACH2_REG_IN_CMD      0x088 /* WO: PEACH2_IN_CMD_* using IN_BASE/IN_SIZE */
+#define   PEACH2_IN_CMD_ADD     1u /* add [base, base+size): must not overlap */
+#define   PEACH2_IN_CMD_REMOVE  2u /* remove the range starting at base */
+#define   PEACH2_IN_CMD_CLEAR   3u /* remove every range */
+#define PEACH2_REG_IN_RESULT   0x08c /* RO: 0 = last command done, else a peach2_err */
+#define PEACH2_IN_MAX_RANGES   4096u
+
 /* Per-port counters (64-bit pairs, LO then HI), port p in 0..3 (N,E,W,S). */
 #define PEACH2_REG_CNT_BASE    0x100
 #define PEACH2_REG_CNT_STRIDE  0x20
@@ -120,7 +137,7 @@ typedef uint64_t peach2_u64;
 #define PEACH2_REG_RX_PKTS(p)  (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x10)
 #define PEACH2_REG_RX_BYTES(p) (PEACH2_REG_CNT_BASE + PEACH2_REG_CNT_STRIDE * (p) + 0x18)
 
-/* Error counters by code (RO, 32-bit each, saturating). */
+/* Error counters by code (RO, 32-bit each, saturating), codes 0..31. */
 #define PEACH2_REG_ERR_BY_CODE(c) (0x200 + 4 * (c))
 
 #define PEACH2_ID_MAGIC        0x50454332u /* "PEC2" */
@@ -152,7 +169,9 @@ enum peach2_err {
 	PEACH2_ERR_DMA_WRITE = 9,     /* host memory rejected a delivered write */
 	PEACH2_ERR_BAD_REG = 10,      /* access to an undefined register */
 	PEACH2_ERR_HOP_LIMIT = 11,    /* packet exceeded the hop limit */
-	PEACH2_ERR_NR_CODES = 16,
+	PEACH2_ERR_NOT_REGISTERED = 12, /* delivered write outside registered buffers */
+	PEACH2_ERR_BAD_COMMAND = 13,  /* malformed command to the card */
+	PEACH2_ERR_NR_CODES = 32,
 };
 
 /* ---- Link packets ------------------------------------------------------

@@ -28,6 +28,8 @@ const char* err_name(peach2_err code) {
     case PEACH2_ERR_DMA_WRITE: return "host memory rejected write";
     case PEACH2_ERR_BAD_REG: return "bad register access";
     case PEACH2_ERR_HOP_LIMIT: return "hop limit exceeded";
+    case PEACH2_ERR_NOT_REGISTERED: return "write outside registered buffers";
+    case PEACH2_ERR_BAD_COMMAND: return "bad command";
     default: return "unknown";
     }
 }
@@ -73,6 +75,11 @@ Card::Card(const peach2_core_config& cfg, const peach2_core_host& host)
 // their state so that one node's reboot does not disturb its peers.
 void Card::reset() {
     scratch_ = 0;
+    in_ctrl_ = PEACH2_IN_ENABLE;
+    in_base_ = 0;
+    in_size_ = 0;
+    in_result_ = 0;
+    inbound_.clear();
     int_status_ = 0;
     int_mask_ = ~0u;
     notified_ = 0;
@@ -133,6 +140,13 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_LINK(0): return link_reg(PEACH2_PORT_E);
     case PEACH2_REG_LINK(1): return link_reg(PEACH2_PORT_W);
     case PEACH2_REG_LINK(2): return link_reg(PEACH2_PORT_S);
+    case PEACH2_REG_IN_CTRL: return in_ctrl_;
+    case PEACH2_REG_IN_COUNT: return static_cast<uint32_t>(inbound_.size());
+    case PEACH2_REG_IN_BASE_LO: return static_cast<uint32_t>(in_base_);
+    case PEACH2_REG_IN_BASE_HI: return static_cast<uint32_t>(in_base_ >> 32);
+    case PEACH2_REG_IN_SIZE_LO: return static_cast<uint32_t>(in_size_);
+    case PEACH2_REG_IN_SIZE_HI: return static_cast<uint32_t>(in_size_ >> 32);
+    case PEACH2_REG_IN_RESULT: return in_result_;
     case PEACH2_REG_INT_STATUS: return int_status_;
     case PEACH2_REG_INT_MASK: return int_mask_;
     case PEACH2_REG_ERR_STATUS: return err_status_;
@@ -161,6 +175,24 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
     case PEACH2_REG_SCRATCH:
         scratch_ = val;
         return;
+    case PEACH2_REG_IN_CTRL:
+        in_ctrl_ = val & PEACH2_IN_ENABLE;
+        return;
+    case PEACH2_REG_IN_BASE_LO:
+        in_base_ = (in_base_ & ~0xffffffffull) | val;
+        return;
+    case PEACH2_REG_IN_BASE_HI:
+        in_base_ = (in_base_ & 0xffffffffull) | static_cast<uint64_t>(val) << 32;
+        return;
+    case PEACH2_REG_IN_SIZE_LO:
+        in_size_ = (in_size_ & ~0xffffffffull) | val;
+        return;
+    case PEACH2_REG_IN_SIZE_HI:
+        in_size_ = (in_size_ & 0xffffffffull) | static_cast<uint64_t>(val) << 32;
+        return;
+    case PEACH2_REG_IN_CMD:
+        inbound_command(val);
+        return;
     case PEACH2_REG_INT_STATUS:
         int_status_ &= ~val;
         notified_ &= int_status_;
@@ -179,6 +211,20 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
     default:
         raise_error(PEACH2_ERR_BAD_REG, off, "write to read-only or undefined register " + hex(off));
     }
+}
+
+void Card::inbound_command(uint32_t cmd) {
+    peach2_err r = PEACH2_ERR_BAD_COMMAND;
+    switch (cmd) {
+    case PEACH2_IN_CMD_ADD: r = inbound_.add(in_base_, in_size_); break;
+    case PEACH2_IN_CMD_REMOVE: r = inbound_.remove(in_base_); break;
+    case PEACH2_IN_CMD_CLEAR: inbound_.clear(); r = PEACH2_ERR_NONE; break;
+    default: break;
+    }
+    in_result_ = r;
+    if (r != PEACH2_ERR_NONE)
+        raise_error(r, in_base_, "inbound filter command " + std::to_string(cmd) + " refused (base " +
+                                     hex(in_base_) + ", size " + hex(in_size_) + ")");
 }
 
 // ---- on-card memory (BAR2) ------------------------------------------------------
@@ -300,6 +346,11 @@ void Card::deliver_local(uint64_t addr, std::span<const uint8_t> data) {
     const Decoded d = decode_global(addr, data.size());
     switch (d.region) {
     case Region::Host:
+        if ((in_ctrl_ & PEACH2_IN_ENABLE) && !inbound_.contains(d.offset, data.size())) {
+            raise_error(PEACH2_ERR_NOT_REGISTERED, addr,
+                        "write to host memory no buffer is registered for");
+            return;
+        }
         if (host_.dma_write(host_.opaque, d.offset, data.data(), data.size()) != 0) {
             raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset));
             return;

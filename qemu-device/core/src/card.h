@@ -10,6 +10,7 @@
 
 #include "address_map.h"
 #include "byte_queue.h"
+#include "inbound_filter.h"
 #include "packet.h"
 #include "peach2_core.h"
 
@@ -84,7 +85,14 @@ private:
     peach2_core_config cfg_;
     peach2_core_host host_;
 
+    void inbound_command(uint32_t cmd);
+
     uint32_t scratch_ = 0;
+    uint32_t in_ctrl_ = PEACH2_IN_ENABLE;
+    uint64_t in_base_ = 0;
+    uint64_t in_size_ = 0;
+    uint32_t in_result_ = 0;
+    InboundFilter inbound_;
     uint32_t int_status_ = 0;
     uint32_t int_mask_ = ~0u;
     uint32_t notified_ = 0;  // status bits already signalled, not yet cleared

@@ -11,6 +11,9 @@ protected:
     FakeHost host;
     CorePtr core = make_core(host, 0, 2);
     peach2_core* c() { return core.get(); }
+    // Fake RAM is 1 MiB; the range goes past it so that the memory system's
+    // own refusal can be tested too.
+    void SetUp() override { ASSERT_EQ(allow(c(), 0, 2 << 20), 0u); }
     uint32_t errors(peach2_err code) { return reg(c(), PEACH2_REG_ERR_BY_CODE(code)); }
 };
 
@@ -199,6 +202,46 @@ TEST_F(CardTest, CountersCountHostTraffic) {
     EXPECT_EQ(cnt(PEACH2_REG_TX_BYTES(PEACH2_PORT_N)), 16u);
 }
 
+TEST_F(CardTest, InboundFilterRefusesUnregisteredMemory) {
+    FakeHost h2;
+    CorePtr c2 = make_core(h2, 0, 2);
+    peach2_core_window_write(c2.get(), 0x1000, 0xff, 1);  // nothing registered yet
+    peach2_core_flush(c2.get());
+    EXPECT_EQ(h2.mem[0x1000], 0);
+    EXPECT_EQ(reg(c2.get(), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NOT_REGISTERED)), 1u);
+    ASSERT_EQ(allow(c2.get(), 0x1000, 0xff0), 0u);  // ends at 0x1ff0
+    EXPECT_EQ(reg(c2.get(), PEACH2_REG_IN_COUNT), 1u);
+    const uint8_t b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    cpu_store(c2.get(), 0x1fec, b, 8);  // one packet straddling the end of the range
+    cpu_store(c2.get(), 0x1800, b, 8);  // inside
+    peach2_core_flush(c2.get());
+    EXPECT_EQ(h2.mem[0x1800], 1);
+    EXPECT_EQ(h2.mem[0x1fec], 0);  // the packet was refused whole
+    EXPECT_EQ(reg(c2.get(), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NOT_REGISTERED)), 2u);
+}
+
+TEST_F(CardTest, InboundFilterCommandsAreValidated) {
+    EXPECT_NE(allow(c(), 0x100, 0x100), 0u);       // overlaps the SetUp range
+    EXPECT_NE(allow(c(), 4 << 20, 0), 0u);         // empty
+    EXPECT_NE(allow(c(), ~0ull - 10, 100), 0u);    // wraps
+    EXPECT_EQ(allow(c(), 4 << 20, 4096), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_COUNT), 2u);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_BASE_LO, 5 << 20, 8);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_CMD, PEACH2_IN_CMD_REMOVE, 4);  // not a base
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_RESULT), static_cast<uint32_t>(PEACH2_ERR_BAD_COMMAND));
+    peach2_core_reg_write(c(), PEACH2_REG_IN_BASE_LO, 4 << 20, 8);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_CMD, PEACH2_IN_CMD_REMOVE, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_RESULT), 0u);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_CMD, 77, 4);  // unknown command
+    EXPECT_EQ(errors(PEACH2_ERR_BAD_COMMAND), 5u);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_CMD, PEACH2_IN_CMD_CLEAR, 4);
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_COUNT), 0u);
+    peach2_core_reg_write(c(), PEACH2_REG_IN_CTRL, 0, 4);  // filter off: all accepted
+    peach2_core_window_write(c(), 0x3000, 0x5a, 1);
+    peach2_core_flush(c());
+    EXPECT_EQ(host.mem[0x3000], 0x5a);
+}
+
 TEST_F(CardTest, ResetClearsErrorsAndCardMemory) {
     peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
     peach2_core_cardmem_write(c(), PEACH2_MAILBOX_OFF, 7, 4);
@@ -206,6 +249,8 @@ TEST_F(CardTest, ResetClearsErrorsAndCardMemory) {
     EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 0u);
     EXPECT_EQ(peach2_core_cardmem_read(c(), PEACH2_MAILBOX_OFF, 4), 0u);
     EXPECT_EQ(reg(c(), PEACH2_REG_INT_MASK), ~0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_COUNT), 0u);
+    EXPECT_EQ(reg(c(), PEACH2_REG_IN_CTRL), PEACH2_IN_ENABLE);
     // The open write-combining buffer was discarded, not delivered.
     peach2_core_flush(c());
     EXPECT_TRUE(host.writes.empty());

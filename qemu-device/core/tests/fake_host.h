@@ -53,6 +53,15 @@ inline uint32_t reg(peach2_core* c, uint64_t off) {
     return static_cast<uint32_t>(peach2_core_reg_read(c, off, 4));
 }
 
+// Register [base, base+size) with the card's inbound filter, as the driver
+// does for each buffer chunk. Returns IN_RESULT.
+inline uint32_t allow(peach2_core* c, uint64_t base, uint64_t size) {
+    peach2_core_reg_write(c, PEACH2_REG_IN_BASE_LO, base, 8);
+    peach2_core_reg_write(c, PEACH2_REG_IN_SIZE_LO, size, 8);
+    peach2_core_reg_write(c, PEACH2_REG_IN_CMD, PEACH2_IN_CMD_ADD, 4);
+    return reg(c, PEACH2_REG_IN_RESULT);
+}
+
 // Store `len` bytes at window address `addr` the way a CPU does: 8-byte
 // stores where aligned, smaller ones at the edges.
 inline void cpu_store(peach2_core* c, uint64_t addr, const uint8_t* src, size_t len) {

@@ -18,6 +18,8 @@ protected:
     void SetUp() override {
         peach2_core_link_attach(a.get(), PEACH2_PORT_E);
         peach2_core_link_attach(b.get(), PEACH2_PORT_W);
+        ASSERT_EQ(allow(a.get(), 0, 1 << 20), 0u);
+        ASSERT_EQ(allow(b.get(), 0, 1 << 20), 0u);
         connect();
     }
     void connect() {

@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PEACH2 emulated interconnect card: PCI probe/remove, interrupts, module.
+ */
+
+#include <linux/cdev.h>
+#include <linux/dma-mapping.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
+#include <linux/module.h>
+#include <linux/mm.h>
+#include <linux/pci.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
+
+#include "peach2.h"
+
+static unsigned long long peach2_max_alloc = SZ_256M;
+module_param_named(max_alloc, peach2_max_alloc, ullong, 0444);
+MODULE_PARM_DESC(max_alloc,
+		 "largest single PEACH2_IOC_ALLOC in bytes (default 256 MiB)");
+
+unsigned long long peach2_max_alloc_per_fd = SZ_512M;
+module_param_named(max_alloc_per_fd, peach2_max_alloc_per_fd, ullong, 0444);
+MODULE_PARM_DESC(max_alloc_per_fd,
+		 "bytes of buffers one open file may hold (default 512 MiB)");
+
+static dev_t peach2_devt;
+static struct class *peach2_class;
+static DEFINE_IDA(peach2_ida);
+
+/*
+ * A private pseudo filesystem gives each card an inode whose address_space
+ * every open file of the card shares (the pattern of drm_fs_inode_new()).
+ * No .owner: the internal mount must not pin the module, and it is gone
+ * before the module can be unloaded (cards are released first).
+ */
+#define PEACH2_FS_MAGIC 0x50324653 /* "P2FS" */
+
+static struct vfsmount *peach2_fs_mnt;
+static int peach2_fs_cnt;
+
+static int peach2_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, PEACH2_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type peach2_fs_type = {
+	.name = "peach2fs",
+	.init_fs_context = peach2_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+static struct inode *peach2_inode_new(void)
+{
+	struct inode *inode;
+	int ret;
+
+	ret = simple_pin_fs(&peach2_fs_type, &peach2_fs_mnt, &peach2_fs_cnt);
+	if (ret)
+		return ERR_PTR(ret);
+
+	inode = alloc_anon_inode(peach2_fs_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		simple_release_fs(&peach2_fs_mnt, &peach2_fs_cnt);
+	return inode;
+}
+
+static void peach2_inode_free(struct inode *inode)
+{
+	iput(inode);
+	simple_release_fs(&peach2_fs_mnt, &peach2_fs_cnt);
+}
+
+static const char * const peach2_err_names[PEACH2_ERR_NR_CODES] = {
+	[PEACH2_ERR_NONE] = "NONE",
+	[PEACH2_ERR_NO_SUCH_NODE] = "NO_SUCH_NODE",
+	[PEACH2_ERR_LINK_DOWN] = "LINK_DOWN",
+	[PEACH2_ERR_NO_ROUTE] = "NO_ROUTE",
+	[PEACH2_ERR_READ_UNSUPPORTED] = "READ_UNSUPPORTED",
+	[PEACH2_ERR_BAD_TARGET] = "BAD_TARGET",
+	[PEACH2_ERR_NO_GPU] = "NO_GPU",
+	[PEACH2_ERR_BAD_PACKET] = "BAD_PACKET",
+	[PEACH2_ERR_TX_OVERFLOW] = "TX_OVERFLOW",
+	[PEACH2_ERR_DMA_WRITE] = "DMA_WRITE",
+	[PEACH2_ERR_BAD_REG] = "BAD_REG",
+	[PEACH2_ERR_HOP_LIMIT] = "HOP_LIMIT",
+	[PEACH2_ERR_NOT_REGISTERED] = "NOT_REGISTERED",
+	[PEACH2_ERR_BAD_COMMAND] = "BAD_COMMAND",
+};
+
+const char *peach2_err_name(u32 code)
+{
+	if (code < ARRAY_SIZE(peach2_err_names) && peach2_err_names[code])
+		return peach2_err_names[code];
+	return "UNKNOWN";
+}
+
+/* A 64-bit counter as a LO/HI pair of 32-bit registers, without tearing. */
+u64 peach2_read64(struct peach2_dev *p2, u32 reg)
+{
+	u32 lo, hi, hi_before;
+
+	hi = readl(p2->regs + reg + 4);
+	do {
+		hi_before = hi;
+		lo = readl(p2->regs + reg);
+		hi = readl(p2->regs + reg + 4);
+	} while (hi != hi_before);
+
+	return (u64)hi << 32 | lo;
+}
+
+/*
+ * Tell the card's inbound filter about a range of our memory (PEACH2_IN_CMD_*).
+ * The card applies remote and loopback writes only inside registered
+ * ranges, so nothing but our buffers can be written through the window.
+ * Caller holds p2->lock for reading and has checked !p2->dead.
+ */
+int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
+{
+	u32 result;
+
+	mutex_lock(&p2->in_lock);
+	writel(lower_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_LO);
+	writel(upper_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_HI);
+	writel(lower_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_LO);
+	writel(upper_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_HI);
+	writel(cmd, p2->regs + PEACH2_REG_IN_CMD);
+	result = readl(p2->regs + PEACH2_REG_IN_RESULT);
+	mutex_unlock(&p2->in_lock);
+
+	if (result) {
+		dev_err(&p2->pdev->dev, "inbound filter refused command %u for %#llx+%#llx: %s\n",
+			cmd, base, size, peach2_err_name(result));
+		return -EIO;
+	}
+	return 0;
+}
+
+char peach2_port_name(u32 port)
+{
+	return port < PEACH2_NR_PORTS ? "NEWS"[port] : '?';
+}
+
+/* "up peer=<node> port=<E|W|S>", "connected" or "down", no newline. */
+int peach2_format_link(u32 link, char *buf, size_t size)
+{
+	u32 port, node;
+
+	if (link & PEACH2_LINK_UP) {
+		port = (link >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf;
+		node = link >> PEACH2_LINK_PEER_NODE_SHIFT;
+		return scnprintf(buf, size, "up peer=%u port=%c", node,
+				 peach2_port_name(port));
+	}
+	if (link & PEACH2_LINK_CONNECTED)
+		return scnprintf(buf, size, "connected");
+	return scnprintf(buf, size, "down");
+}
+
+static void peach2_irq_error(struct peach2_dev *p2)
+{
+	struct device *dev = &p2->pdev->dev;
+	u32 status, last, count, code;
+	u64 addr;
+
+	status = readl(p2->regs + PEACH2_REG_ERR_STATUS);
+	last = readl(p2->regs + PEACH2_REG_LAST_ERR);
+	count = readl(p2->regs + PEACH2_REG_ERR_COUNT);
+
+	if (!(status & PEACH2_ERR_VALID)) {
+		dev_warn_ratelimited(dev,
+				     "error interrupt, nothing latched; last error %u (%s), %u errors\n",
+				     last, peach2_err_name(last), count);
+		return;
+	}
+
+	addr = readl(p2->regs + PEACH2_REG_ERR_ADDR_LO);
+	addr |= (u64)readl(p2->regs + PEACH2_REG_ERR_ADDR_HI) << 32;
+	code = status & PEACH2_ERR_STATUS_CODE;
+	dev_warn_ratelimited(dev,
+			     "error %u (%s) at address 0x%llx (node %u); last error %u (%s), %u errors\n",
+			     code, peach2_err_name(code), addr,
+			     PEACH2_ADDR_NODE(addr), last, peach2_err_name(last),
+			     count);
+
+	/* Unlatch, so that the next error is recorded with its address. */
+	writel(PEACH2_ERR_VALID, p2->regs + PEACH2_REG_ERR_STATUS);
+}
+
+static void peach2_irq_link(struct peach2_dev *p2)
+{
+	char state[40];
+	u32 port;
+
+	for (port = PEACH2_PORT_E; port <= PEACH2_PORT_S; port++) {
+		peach2_format_link(readl(p2->regs + PEACH2_REG_LINK(port - 1)),
+				   state, sizeof(state));
+		dev_info(&p2->pdev->dev, "link %c: %s\n",
+			 peach2_port_name(port), state);
+	}
+}
+
+static irqreturn_t peach2_irq(int irq, void *data)
+{
+	struct peach2_dev *p2 = data;
+	u32 status;
+
+	status = readl(p2->regs + PEACH2_REG_INT_STATUS);
+	if (!status || status == U32_MAX)	/* not ours, or card gone */
+		return IRQ_NONE;
+	writel(status, p2->regs + PEACH2_REG_INT_STATUS);
+
+	if (status & PEACH2_INT_ERROR)
+		peach2_irq_error(p2);
+	if (status & PEACH2_INT_LINK)
+		peach2_irq_link(p2);
+	if (status & PEACH2_INT_MAILBOX) {
+		atomic_inc(&p2->mbox_events);
+		wake_up_interruptible_all(&p2->mbox_wq);
+	}
+	return IRQ_HANDLED;
+}
+
+static void peach2_dev_release(struct device *dev)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	if (p2->inode)
+		peach2_inode_free(p2->inode);
+	pci_dev_put(p2->pdev);
+	kfree(p2);
+}
+
+/* Sanity-check the read-only registers and cache them. */
+static int peach2_check_hw(struct peach2_dev *p2)
+{
+	struct device *dev = &p2->pdev->dev;
+	u32 id, slice_shift, host_shift;
+
+	id = readl(p2->regs + PEACH2_REG_ID);
+	if (id != PEACH2_ID_MAGIC) {
+		dev_err(dev, "ID register reads 0x%08x, expected 0x%08x: not a PEACH2 card\n",
+			id, PEACH2_ID_MAGIC);
+		return -ENODEV;
+	}
+
+	p2->hw_version = readl(p2->regs + PEACH2_REG_VERSION);
+	if (p2->hw_version >> 16 != PEACH2_VERSION_MAJOR) {
+		dev_err(dev, "hardware version %u.%u is not supported (driver speaks %u.x)\n",
+			p2->hw_version >> 16, p2->hw_version & 0xffff,
+			PEACH2_VERSION_MAJOR);
+		return -ENODEV;
+	}
+
+	p2->node_id = readl(p2->regs + PEACH2_REG_NODE_ID);
+	p2->node_count = readl(p2->regs + PEACH2_REG_NODE_COUNT);
+	if (!p2->node_count || p2->node_count > PEACH2_MAX_NODES ||
+	    p2->node_id >= p2->node_count) {
+		dev_err(dev, "bad node id %u / node count %u (at most %u nodes)\n",
+			p2->node_id, p2->node_count, PEACH2_MAX_NODES);
+		return -ENODEV;
+	}
+
+	slice_shift = readl(p2->regs + PEACH2_REG_SLICE_SHIFT);
+	host_shift = readl(p2->regs + PEACH2_REG_HOST_SHIFT);
+	if (slice_shift != PEACH2_SLICE_SHIFT || host_shift < PAGE_SHIFT ||
+	    host_shift >= slice_shift) {
+		dev_err(dev, "unsupported address map: slice shift %u (want %u), host shift %u\n",
+			slice_shift, PEACH2_SLICE_SHIFT, host_shift);
+		return -ENODEV;
+	}
+	p2->host_size = 1ull << host_shift;
+	p2->caps = readl(p2->regs + PEACH2_REG_CAPS);
+
+	/* One buffer never exceeds host memory nor the per-fd limit. */
+	p2->max_alloc = min3(peach2_max_alloc, peach2_max_alloc_per_fd,
+			     p2->host_size);
+	p2->max_alloc = ALIGN_DOWN(p2->max_alloc, PAGE_SIZE);
+	return 0;
+}
+
+static int peach2_map_bars(struct peach2_dev *p2)
+{
+	struct pci_dev *pdev = p2->pdev;
+	struct device *dev = &pdev->dev;
+	int ret;
+
+	if (pci_resource_len(pdev, PEACH2_BAR_REGS) < PEACH2_REGS_SIZE ||
+	    pci_resource_len(pdev, PEACH2_BAR_CARDMEM) < PEACH2_CARDMEM_SIZE) {
+		dev_err(dev, "BAR0/BAR2 too small\n");
+		return -ENODEV;
+	}
+
+	/*
+	 * The window must be assigned in full: q35's default 64-bit hole is
+	 * 32 GiB, which leaves no room for it next to anything else.
+	 */
+	if (!(pci_resource_flags(pdev, PEACH2_BAR_WINDOW) & IORESOURCE_MEM) ||
+	    !pci_resource_start(pdev, PEACH2_BAR_WINDOW) ||
+	    pci_resource_len(pdev, PEACH2_BAR_WINDOW) < PEACH2_WINDOW_SIZE) {
+		dev_err(dev, "window BAR%d unassigned or smaller than %llu GiB (%pR); grow the 64-bit PCI hole (q35-pcihost.pci-hole64-size)\n",
+			PEACH2_BAR_WINDOW, PEACH2_WINDOW_SIZE >> 30,
+			&pdev->resource[PEACH2_BAR_WINDOW]);
+		return -ENODEV;
+	}
+
+	ret = pcim_iomap_regions(pdev, BIT(PEACH2_BAR_REGS) |
+				 BIT(PEACH2_BAR_CARDMEM), KBUILD_MODNAME);
+	if (ret) {
+		dev_err(dev, "cannot map BAR0/BAR2: %d\n", ret);
+		return ret;
+	}
+	p2->regs = pcim_iomap_table(pdev)[PEACH2_BAR_REGS];
+	p2->mbox_phys = pci_resource_start(pdev, PEACH2_BAR_CARDMEM) +
+			PEACH2_MAILBOX_OFF;
+
+	/* The window is only mmap'ed to user space, never ioremapped. */
+	ret = pci_request_region(pdev, PEACH2_BAR_WINDOW, KBUILD_MODNAME);
+	if (ret) {
+		dev_err(dev, "cannot claim window BAR%d: %d\n",
+			PEACH2_BAR_WINDOW, ret);
+		return ret;
+	}
+	p2->window_phys = pci_resource_start(pdev, PEACH2_BAR_WINDOW);
+	p2->window_size = PEACH2_WINDOW_SIZE;
+
+	/*
+	 * With PAT, vmf_insert_pfn() takes the cache mode from the memtype
+	 * recorded for the physical range (UC- when none is): record WC so
+	 * that the lazily inserted window pages are write-combining. Without
+	 * PAT, fall back to an MTRR. Both are undone when the device is
+	 * released, after remove() has zapped all user mappings.
+	 */
+	ret = devm_arch_io_reserve_memtype_wc(dev, p2->window_phys,
+					      p2->window_size);
+	if (ret)
+		dev_warn(dev, "window will not be write-combining: %d\n", ret);
+	ret = devm_arch_phys_wc_add(dev, p2->window_phys, p2->window_size);
+	if (ret < 0)
+		dev_warn(dev, "no write-combining MTRR for the window: %d\n",
+			 ret);
+	return 0;
+}
+
+static int peach2_setup_irq(struct peach2_dev *p2)
+{
+	struct pci_dev *pdev = p2->pdev;
+	int ret;
+
+	ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_MSIX | PCI_IRQ_MSI);
+	if (ret < 0) {
+		dev_err(&pdev->dev, "no MSI-X or MSI vector: %d\n", ret);
+		return ret;
+	}
+
+	p2->irq = pci_irq_vector(pdev, 0);
+	ret = request_irq(p2->irq, peach2_irq, 0, dev_name(&p2->dev), p2);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot request irq %d: %d\n", p2->irq,
+			ret);
+		pci_free_irq_vectors(pdev);
+		return ret;
+	}
+	return 0;
+}
+
+static void peach2_teardown_irq(struct peach2_dev *p2)
+{
+	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
+	free_irq(p2->irq, p2);
+	pci_free_irq_vectors(p2->pdev);
+}
+
+static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct peach2_dev *p2;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret) {
+		dev_err(dev, "cannot enable device: %d\n", ret);
+		return ret;
+	}
+
+	p2 = kzalloc(sizeof(*p2), GFP_KERNEL);
+	if (!p2)
+		return -ENOMEM;
+
+	/* From here on, put_device(&p2->dev) frees p2. */
+	device_initialize(&p2->dev);
+	p2->dev.class = peach2_class;
+	p2->dev.parent = dev;
+	p2->dev.groups = peach2_groups;
+	p2->dev.release = peach2_dev_release;
+	p2->pdev = pci_dev_get(pdev);
+	p2->minor = -1;
+	init_rwsem(&p2->lock);
+	mutex_init(&p2->in_lock);
+	init_waitqueue_head(&p2->mbox_wq);
+	cdev_init(&p2->cdev, &peach2_fops);
+	p2->cdev.owner = THIS_MODULE;
+
+	ret = peach2_map_bars(p2);
+	if (ret)
+		goto err_put;
+	ret = peach2_check_hw(p2);
+	if (ret)
+		goto err_put;
+
+	/* Ranges a previous driver instance registered are stale now. */
+	writel(PEACH2_IN_CMD_CLEAR, p2->regs + PEACH2_REG_IN_CMD);
+	writel(PEACH2_IN_ENABLE, p2->regs + PEACH2_REG_IN_CTRL);
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(ilog2(p2->host_size)));
+	if (ret) {
+		dev_err(dev, "cannot restrict DMA to the low %llu MiB: %d\n",
+			p2->host_size >> 20, ret);
+		goto err_put;
+	}
+
+	p2->inode = peach2_inode_new();
+	if (IS_ERR(p2->inode)) {
+		ret = PTR_ERR(p2->inode);
+		p2->inode = NULL;
+		dev_err(dev, "cannot allocate the mapping inode: %d\n", ret);
+		goto err_put;
+	}
+
+	ret = ida_alloc_max(&peach2_ida, PEACH2_MAX_DEVICES - 1, GFP_KERNEL);
+	if (ret < 0)
+		goto err_put;
+	p2->minor = ret;
+	p2->dev.devt = MKDEV(MAJOR(peach2_devt), p2->minor);
+	ret = dev_set_name(&p2->dev, PEACH2_DEV_PREFIX "%d", p2->minor);
+	if (ret)
+		goto err_ida;
+
+	ret = peach2_setup_irq(p2);
+	if (ret)
+		goto err_ida;
+
+	pci_set_drvdata(pdev, p2);
+	ret = cdev_device_add(&p2->cdev, &p2->dev);
+	if (ret) {
+		dev_err(dev, "cannot add /dev/%s: %d\n", dev_name(&p2->dev),
+			ret);
+		goto err_irq;
+	}
+
+	writel(~(PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX),
+	       p2->regs + PEACH2_REG_INT_MASK);
+
+	dev_info(dev, "/dev/%s: node %u of %u, hw %u.%u, window %pa size %llu GiB\n",
+		 dev_name(&p2->dev), p2->node_id, p2->node_count,
+		 p2->hw_version >> 16, p2->hw_version & 0xffff,
+		 &p2->window_phys, p2->window_size >> 30);
+	return 0;
+
+err_irq:
+	peach2_teardown_irq(p2);
+err_ida:
+	ida_free(&peach2_ida, p2->minor);
+err_put:
+	put_device(&p2->dev);
+	return ret;
+}
+
+static void peach2_remove(struct pci_dev *pdev)
+{
+	struct peach2_dev *p2 = pci_get_drvdata(pdev);
+
+	/* No new opens; sysfs readers (which touch registers) are drained. */
+	cdev_device_del(&p2->cdev, &p2->dev);
+	peach2_teardown_irq(p2);
+
+	/*
+	 * Faults and hardware-touching ioctls hold the lock for reading:
+	 * once we have it, none is in flight and every later one sees dead.
+	 * Then zap every user mapping of the card, so nothing points at the
+	 * BARs once pcim releases them after we return. Buffers stay
+	 * allocated until their last reference goes.
+	 */
+	down_write(&p2->lock);
+	WRITE_ONCE(p2->dead, true);
+	up_write(&p2->lock);
+	unmap_mapping_range(p2->inode->i_mapping, 0, 0, 1);
+	wake_up_interruptible_all(&p2->mbox_wq);
+
+	ida_free(&peach2_ida, p2->minor);
+	dev_info(&pdev->dev, "removed /dev/%s\n", dev_name(&p2->dev));
+	put_device(&p2->dev);
+}
+
+static const struct pci_device_id peach2_pci_ids[] = {
+	{ PCI_DEVICE(PEACH2_PCI_VENDOR_ID, PEACH2_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, peach2_pci_ids);
+
+static struct pci_driver peach2_pci_driver = {
+	.name = KBUILD_MODNAME,
+	.id_table = peach2_pci_ids,
+	.probe = peach2_probe,
+	.remove = peach2_remove,
+};
+
+static int __init peach2_init(void)
+{
+	int ret;
+
+	ret = alloc_chrdev_region(&peach2_devt, 0, PEACH2_MAX_DEVICES,
+				  KBUILD_MODNAME);
+	if (ret)
+		return ret;
+
+	peach2_class = class_create(THIS_MODULE, "peach2");
+	if (IS_ERR(peach2_class)) {
+		ret = PTR_ERR(peach2_class);
+		goto err_chrdev;
+	}
+
+	ret = pci_register_driver(&peach2_pci_driver);
+	if (ret)
+		goto err_class;
+	return 0;
+
+err_class:
+	class_destroy(peach2_class);
+err_chrdev:
+	unregister_chrdev_region(peach2_devt, PEACH2_MAX_DEVICES);
+	return ret;
+}
+module_init(peach2_init);
+
+static void __exit peach2_exit(void)
+{
+	pci_unregister_driver(&peach2_pci_driver);
+	class_destroy(peach2_class);
+	unregister_chrdev_region(peach2_devt, PEACH2_MAX_DEVICES);
+	ida_destroy(&peach2_ida);
+}
+module_exit(peach2_exit);
+
+MODULE_DESCRIPTION("PEACH2 emulated PCIe interconnect card");
+MODULE_LICENSE("GPL");

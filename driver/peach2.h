@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * PEACH2 emulated interconnect card: driver-internal definitions.
+ *
+ * Lifetime rules (see README.md):
+ *  - struct peach2_dev is refcounted by its embedded class device. Probe
+ *    holds one reference, every open file context holds one (and the cdev
+ *    holds one while a file of it is open), so the structure outlives
+ *    remove() while files or mappings exist.
+ *  - struct peach2_file (one per open file) is refcounted: the open file
+ *    holds one reference, every buffer allocated through it holds one.
+ *  - struct peach2_buf is refcounted: its handle in the file's table holds
+ *    one reference, every vma that maps it holds one. Its memory is freed
+ *    when the handle is gone (PEACH2_IOC_FREE or close) and the last vma is
+ *    unmapped.
+ *  - After remove() the card is "dead": ioctls return -ENODEV, new mmaps
+ *    fail, existing mappings are zapped and fault with SIGBUS.
+ */
+#ifndef PEACH2_DRV_H
+#define PEACH2_DRV_H
+
+#include <linux/atomic.h>
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/sizes.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include <peach2/peach2_hw.h>
+#include <peach2/peach2_uapi.h>
+
+struct pci_dev;
+struct inode;
+
+#define PEACH2_MAX_DEVICES	64
+
+/*
+ * Largest physically contiguous piece of a buffer. Debian's kernel has no
+ * CMA, so one coherent allocation comes from the buddy allocator and is at
+ * most PAGE_SIZE << (MAX_ORDER - 1) = 4 MiB on x86.
+ */
+#define PEACH2_MAX_CHUNK	SZ_4M
+
+/*
+ * Buffer <handle> of a file is mmap'ed at
+ * PEACH2_MMAP_BUF_BASE + (handle << PEACH2_BUF_SLOT_SHIFT); a slot is larger
+ * than any buffer can be (buffers live in the node's host memory).
+ */
+#define PEACH2_BUF_SLOT_SHIFT	32
+#define PEACH2_MAX_HANDLE	((1u << 20) - 1)
+
+/* ERR_STATUS bits 0..7 hold the code of the first (latched) error. */
+#define PEACH2_ERR_STATUS_CODE	GENMASK(7, 0)
+
+struct peach2_dev {
+	struct device dev;		/* class device; owns the refcount */
+	struct cdev cdev;
+	struct pci_dev *pdev;		/* pci_dev_get()'d until release */
+	void __iomem *regs;		/* BAR0; valid while !dead */
+	int minor;
+	int irq;
+
+	/*
+	 * Protects @dead. Faults, ioctls that touch the hardware or allocate
+	 * DMA memory hold it for reading; remove() takes it for writing to
+	 * set @dead, then zaps every mapping of @inode. Never held across
+	 * copy_{to,from}_user (a fault on one of our own mappings would nest
+	 * a read lock under a waiting writer).
+	 */
+	struct rw_semaphore lock;
+	bool dead;
+
+	/* Serialises the IN_BASE/IN_SIZE/IN_CMD register sequence. */
+	struct mutex in_lock;
+
+	/*
+	 * All files of this card use @inode's address_space as f_mapping,
+	 * whichever device node they were opened through, so that one
+	 * unmap_mapping_range() reaches every mapping.
+	 */
+	struct inode *inode;
+
+	/* Read once at probe (read-only registers). */
+	u32 node_id;
+	u32 node_count;
+	u32 hw_version;
+	u32 caps;
+	u64 host_size;			/* 1 << REG_HOST_SHIFT */
+	u64 max_alloc;			/* effective, page aligned */
+	phys_addr_t window_phys;	/* BAR4: never ioremapped */
+	u64 window_size;
+	phys_addr_t mbox_phys;		/* BAR2 + PEACH2_MAILBOX_OFF */
+
+	wait_queue_head_t mbox_wq;	/* woken on PEACH2_INT_MAILBOX */
+	atomic_t mbox_events;
+};
+
+static inline struct peach2_dev *to_peach2_dev(struct device *dev)
+{
+	return container_of(dev, struct peach2_dev, dev);
+}
+
+/* Per open file. */
+struct peach2_file {
+	struct kref ref;
+	struct peach2_dev *p2;		/* holds a reference on p2->dev */
+	struct xarray bufs;		/* handle -> struct peach2_buf */
+	u32 next_handle;		/* for xa_alloc_cyclic() */
+	atomic64_t bytes;		/* live buffers allocated through us */
+};
+
+/* One coherent allocation. */
+struct peach2_mem {
+	void *cpu;
+	dma_addr_t dma;
+	u64 offset;			/* inside the buffer */
+	size_t len;
+	bool registered;		/* with the card's inbound filter */
+};
+
+struct peach2_buf {
+	struct kref ref;
+	struct peach2_file *ctx;	/* holds a reference on ctx */
+	u64 size;			/* page aligned */
+	u64 mmap_offset;
+	u32 handle;
+	u32 nr_chunks;
+	struct peach2_mem *chunks;	/* sorted by offset, contiguous */
+};
+
+/* main.c */
+extern unsigned long long peach2_max_alloc_per_fd;
+u64 peach2_read64(struct peach2_dev *p2, u32 reg);
+int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size);
+char peach2_port_name(u32 port);
+int peach2_format_link(u32 link, char *buf, size_t size);
+const char *peach2_err_name(u32 code);
+
+/* chardev.c */
+extern const struct file_operations peach2_fops;
+
+/* buf.c */
+struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size);
+struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
+void peach2_buf_put(struct peach2_buf *buf);
+u64 peach2_buf_global_addr(const struct peach2_buf *buf,
+			   const struct peach2_mem *mem);
+unsigned long peach2_buf_pfn(const struct peach2_buf *buf, u64 offset);
+void peach2_file_put(struct peach2_file *ctx);
+
+/* sysfs.c */
+extern const struct attribute_group *peach2_groups[];
+
+#endif /* PEACH2_DRV_H */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PEACH2 emulated interconnect card: attributes of /sys/class/peach2/peach2-<n>.
+ *
+ * The attributes vanish in remove() (cdev_device_del()) before the
+ * registers are unmapped, and sysfs waits for running readers, so reading
+ * registers here is safe.
+ */
+
+#include <linux/device.h>
+#include <linux/io.h>
+#include <linux/sysfs.h>
+
+#include "peach2.h"
+
+static ssize_t node_id_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_peach2_dev(dev)->node_id);
+}
+static DEVICE_ATTR_RO(node_id);
+
+static ssize_t node_count_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_peach2_dev(dev)->node_count);
+}
+static DEVICE_ATTR_RO(node_count);
+
+static ssize_t hw_version_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	u32 version = to_peach2_dev(dev)->hw_version;
+
+	return sysfs_emit(buf, "%u.%u\n", version >> 16, version & 0xffff);
+}
+static DEVICE_ATTR_RO(hw_version);
+
+static ssize_t peach2_link_show(struct device *dev, enum peach2_port port,
+				char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	char state[40];
+
+	peach2_format_link(readl(p2->regs + PEACH2_REG_LINK(port - 1)), state,
+			   sizeof(state));
+	return sysfs_emit(buf, "%s\n", state);
+}
+
+static ssize_t link_e_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return peach2_link_show(dev, PEACH2_PORT_E, buf);
+}
+static DEVICE_ATTR_RO(link_e);
+
+static ssize_t link_w_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return peach2_link_show(dev, PEACH2_PORT_W, buf);
+}
+static DEVICE_ATTR_RO(link_w);
+
+static ssize_t link_s_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return peach2_link_show(dev, PEACH2_PORT_S, buf);
+}
+static DEVICE_ATTR_RO(link_s);
+
+static ssize_t err_count_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", readl(p2->regs + PEACH2_REG_ERR_COUNT));
+}
+static DEVICE_ATTR_RO(err_count);
+
+static ssize_t err_last_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", readl(p2->regs + PEACH2_REG_LAST_ERR));
+}
+static DEVICE_ATTR_RO(err_last);
+
+static ssize_t err_status_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "0x%08x\n",
+			  readl(p2->regs + PEACH2_REG_ERR_STATUS));
+}
+static DEVICE_ATTR_RO(err_status);
+
+static ssize_t counters_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	int len = 0;
+	u32 port;
+
+	for (port = 0; port < PEACH2_NR_PORTS; port++)
+		len += sysfs_emit_at(buf, len,
+				     "%c tx_pkts=%llu tx_bytes=%llu rx_pkts=%llu rx_bytes=%llu\n",
+				     peach2_port_name(port),
+				     peach2_read64(p2, PEACH2_REG_TX_PKTS(port)),
+				     peach2_read64(p2, PEACH2_REG_TX_BYTES(port)),
+				     peach2_read64(p2, PEACH2_REG_RX_PKTS(port)),
+				     peach2_read64(p2, PEACH2_REG_RX_BYTES(port)));
+	return len;
+}
+static DEVICE_ATTR_RO(counters);
+
+static ssize_t errors_by_code_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	int len = 0;
+	u32 code, count;
+
+	for (code = 0; code < PEACH2_ERR_NR_CODES; code++) {
+		count = readl(p2->regs + PEACH2_REG_ERR_BY_CODE(code));
+		if (count)
+			len += sysfs_emit_at(buf, len, "%u %s %u\n", code,
+					     peach2_err_name(code), count);
+	}
+	return len;
+}
+static DEVICE_ATTR_RO(errors_by_code);
+
+static struct attribute *peach2_attrs[] = {
+	&dev_attr_node_id.attr,
+	&dev_attr_node_count.attr,
+	&dev_attr_hw_version.attr,
+	&dev_attr_link_e.attr,
+	&dev_attr_link_w.attr,
+	&dev_attr_link_s.attr,
+	&dev_attr_err_count.attr,
+	&dev_attr_err_last.attr,
+	&dev_attr_err_status.attr,
+	&dev_attr_counters.attr,
+	&dev_attr_errors_by_code.attr,
+	NULL
+};
+
+static const struct attribute_group peach2_group = {
+	.attrs = peach2_attrs,
+};
+
+const struct attribute_group *peach2_groups[] = {
+	&peach2_group,
+	NULL
+};
