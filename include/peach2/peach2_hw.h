@@ -102,6 +102,9 @@ typedef uint64_t peach2_u64;
 #define   PEACH2_INT_ERROR      (1u << 0) /* vector 0 */
 #define   PEACH2_INT_LINK       (1u << 1) /* vector 0: a link went up/down */
 #define   PEACH2_INT_MAILBOX    (1u << 2) /* vector 0: a remote wrote the mailbox */
+#define   PEACH2_INT_DMA(ch)    (1u << (8 + (ch))) /* vector 1 + ch: channel ended */
+#define PEACH2_INT_VECTOR_MISC  0u
+#define PEACH2_INT_VECTOR_DMA(ch) (1u + (ch))
 
 /* Error reporting: the first error since the last clear is latched with
  * its address; the counter counts every error. */
@@ -140,10 +143,68 @@ typedef uint64_t peach2_u64;
 /* Error counters by code (RO, 32-bit each, saturating), codes 0..31. */
 #define PEACH2_REG_ERR_BY_CODE(c) (0x200 + 4 * (c))
 
+/* ---- DMA controller -----------------------------------------------------
+ * PEACH2_DMA_CHANNELS independent channels. A channel runs either a chain of
+ * descriptors (head in on-card descriptor RAM or in host memory) or one
+ * transfer described by its registers ("register mode"). When it ends it
+ * sets DONE or ERROR in its STATUS and INT_STATUS.DMA(ch) (MSI-X vector
+ * 1 + ch). Restrictions as on PEACH2: source and destination 4-byte aligned,
+ * equal low 4 address bits, length a multiple of 4.
+ */
+#define PEACH2_DMA_CHANNELS    4u
+#define PEACH2_REG_DMA_BASE    0x400
+#define PEACH2_REG_DMA_STRIDE  0x40
+#define PEACH2_REG_DMA(ch, r)  (PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * (ch) + (r))
+#define PEACH2_DMA_CTRL        0x00 /* WO: PEACH2_DMA_CTRL_* */
+#define   PEACH2_DMA_CTRL_START_CHAIN (1u << 0) /* run the chain at HEAD */
+#define   PEACH2_DMA_CTRL_START_REG   (1u << 1) /* run the register-mode transfer */
+#define   PEACH2_DMA_CTRL_ABORT       (1u << 2) /* stop; ends with ERROR, DMA_ABORTED */
+#define PEACH2_DMA_STATUS      0x04 /* RO; write 1s to clear DONE/ERROR */
+#define   PEACH2_DMA_ST_BUSY    (1u << 0)
+#define   PEACH2_DMA_ST_DONE    (1u << 1)
+#define   PEACH2_DMA_ST_ERROR   (1u << 2)
+#define   PEACH2_DMA_ST_CODE_SHIFT 8 /* bits 8..15: peach2_err of the failure */
+#define PEACH2_DMA_HEAD_LO     0x08 /* RW: chain head: on-card descriptor index, */
+#define PEACH2_DMA_HEAD_HI     0x0c /*     or a host bus address if HEAD_HOST */
+#define   PEACH2_DMA_HEAD_HOST  (1ull << 63)
+#define PEACH2_DMA_SRC_LO      0x10 /* RW: register mode: source bus address */
+#define PEACH2_DMA_SRC_HI      0x14
+#define PEACH2_DMA_DST_LO      0x18 /* RW: register mode: destination (global) */
+#define PEACH2_DMA_DST_HI      0x1c
+#define PEACH2_DMA_LEN         0x20 /* RW: register mode: bytes */
+#define PEACH2_DMA_BLOCK       0x24 /* RW: register mode: burst | gap << 16 */
+#define PEACH2_DMA_FLAGS       0x28 /* RW: register mode: PEACH2_DESC_* (no chain bits) */
+#define PEACH2_DMA_DONE_DESCS  0x2c /* RO: descriptors completed in this run */
+#define PEACH2_DMA_ERR_DESC_LO 0x30 /* RO: where the failing descriptor is */
+#define PEACH2_DMA_ERR_DESC_HI 0x34 /*     (index, or host address | HEAD_HOST) */
+#define PEACH2_DMA_BYTES_LO    0x38 /* RO: payload bytes moved in this run */
+#define PEACH2_DMA_BYTES_HI    0x3c
+#define PEACH2_DMA_MAX_CHAIN   65536u /* descriptors per run, on-card or host */
+#define PEACH2_DMA_MAX_LEN     (64u << 20) /* bytes per descriptor */
+
+/* A DMA descriptor: 32 bytes, little endian, in descriptor RAM (BAR2) or in
+ * host memory (16-byte aligned). */
+struct peach2_desc {
+	peach2_u64 src;    /* source bus address on this node; IMM: the value */
+	peach2_u64 dst;    /* destination: global address (any node, incl. own) */
+	peach2_u32 len;    /* bytes: multiple of 4, 4 .. PEACH2_DMA_MAX_LEN; IMM: 4 or 8 */
+	peach2_u16 burst;  /* block-stride: bytes per block (multiple of 4), 0 = contiguous */
+	peach2_u16 gap;    /* block-stride: bytes skipped after each block (multiple of 4) */
+	peach2_u32 next;   /* next descriptor: index, or host bus address if NEXT_HOST */
+	peach2_u32 flags;  /* PEACH2_DESC_* ; undefined bits must be 0 */
+};
+#define PEACH2_DESC_LAST       (1u << 0) /* the chain ends after this one */
+#define PEACH2_DESC_NEXT_HOST  (1u << 1) /* `next` is a host bus address */
+#define PEACH2_DESC_IMM        (1u << 2) /* write the low `len` bytes of src to dst */
+#define PEACH2_DESC_STRIDE_SRC (1u << 3) /* gap applies to the source */
+#define PEACH2_DESC_STRIDE_DST (1u << 4) /* gap applies to the destination */
+#define PEACH2_DESC_FLAGS_ALL  0x1fu
+
 #define PEACH2_ID_MAGIC        0x50454332u /* "PEC2" */
 #define PEACH2_VERSION_MAJOR   1u
 #define PEACH2_VERSION_MINOR   0u
 #define PEACH2_CAP_MAILBOX     (1u << 0)
+#define PEACH2_CAP_DMA         (1u << 1)
 
 /* Ports. N is the host port; E/W form rings; S joins rings. */
 enum peach2_port {
@@ -171,6 +232,15 @@ enum peach2_err {
 	PEACH2_ERR_HOP_LIMIT = 11,    /* packet exceeded the hop limit */
 	PEACH2_ERR_NOT_REGISTERED = 12, /* delivered write outside registered buffers */
 	PEACH2_ERR_BAD_COMMAND = 13,  /* malformed command to the card */
+	PEACH2_ERR_DMA_ALIGN = 14,    /* DMA restriction: alignment / low 4 bits / length */
+	PEACH2_ERR_DMA_ZERO_LEN = 15, /* descriptor with length 0 */
+	PEACH2_ERR_DMA_LOOP = 16,     /* descriptor chain revisits a descriptor */
+	PEACH2_ERR_DMA_CHAIN_LONG = 17, /* more than PEACH2_DMA_MAX_CHAIN descriptors */
+	PEACH2_ERR_DMA_BAD_INDEX = 18, /* on-card descriptor index >= PEACH2_DESC_MAX */
+	PEACH2_ERR_DMA_BAD_DESC = 19, /* reserved flags, bad block/IMM fields, too long */
+	PEACH2_ERR_DMA_READ = 20,     /* reading a source or host descriptor failed */
+	PEACH2_ERR_DMA_BUSY = 21,     /* start while the channel is busy */
+	PEACH2_ERR_DMA_ABORTED = 22,  /* stopped by CTRL.ABORT or a device reset */
 	PEACH2_ERR_NR_CODES = 32,
 };
 
@@ -182,7 +252,8 @@ enum peach2_err {
  */
 #define PEACH2_PKT_MAGIC       0x54503250u /* "P2PT" */
 #define PEACH2_PKT_VERSION     1u
-#define PEACH2_PKT_MAX_PAYLOAD 256u        /* like PCIe max payload size */
+#define PEACH2_PKT_MAX_PAYLOAD 4096u       /* bytes per WRITE packet on the wire */
+#define PEACH2_WC_MAX          256u        /* PIO write combining: like PCIe max payload */
 #define PEACH2_PKT_HOP_LIMIT   8u
 
 enum peach2_pkt_type {
@@ -214,6 +285,7 @@ struct peach2_hello {
 #ifdef __cplusplus
 static_assert(sizeof(struct peach2_pkt_hdr) == 32, "packet header is 32 bytes");
 static_assert(sizeof(struct peach2_hello) == 16, "hello payload is 16 bytes");
+static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE, "descriptor is 32 bytes");
 #endif
 
 #endif /* PEACH2_HW_H */

@@ -69,6 +69,13 @@ static int peach2_dma_write(void *opaque, uint64_t addr, const void *buf,
     return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
+static int peach2_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    Peach2State *s = opaque;
+
+    return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+}
+
 static void peach2_kick(void *opaque)
 {
     Peach2State *s = opaque;
@@ -276,6 +283,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     peach2_core_host host = {
         .opaque = s,
         .dma_write = peach2_dma_write,
+        .dma_read = peach2_dma_read,
         .kick = peach2_kick,
         .notify = peach2_notify,
         .log = peach2_log,

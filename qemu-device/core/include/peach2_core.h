@@ -36,8 +36,13 @@ typedef struct peach2_core_host {
 	/* Write len bytes at bus address addr of this node's memory.
 	 * Return 0, or -1 if the memory system rejected the access. */
 	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
-	/* Bytes are waiting to be sent, or a write-combining buffer is open:
-	 * call peach2_core_flush() soon (QEMU: a bottom half). */
+	/* Read len bytes at bus address addr (DMA sources, host descriptors).
+	 * Return 0, or -1 if rejected. */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	/* Bytes are waiting to be sent, a write-combining buffer is open or a
+	 * DMA channel has work: call peach2_core_flush() soon (QEMU: a bottom
+	 * half). Each flush does a bounded amount of DMA work and kicks again
+	 * if more is left. */
 	void (*kick)(void *opaque);
 	/* Send MSI-X vector `vector`. */
 	void (*notify)(void *opaque, unsigned vector);
@@ -68,7 +73,8 @@ void peach2_core_cardmem_write(peach2_core *core, uint64_t off, uint64_t val, un
 uint64_t peach2_core_window_read(peach2_core *core, uint64_t off, unsigned size);
 void peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 
-/* Close open write-combining buffers; packets become queued or delivered. */
+/* Close open write-combining buffers (packets become queued or delivered)
+ * and run a bounded slice of DMA work. */
 void peach2_core_flush(peach2_core *core);
 
 /* Links: port is PEACH2_PORT_E/W/S. */

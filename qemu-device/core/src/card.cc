@@ -1,4 +1,5 @@
 #include "card.h"
+#include "util.h"
 
 #include <algorithm>
 #include <cstring>
@@ -30,35 +31,24 @@ const char* err_name(peach2_err code) {
     case PEACH2_ERR_HOP_LIMIT: return "hop limit exceeded";
     case PEACH2_ERR_NOT_REGISTERED: return "write outside registered buffers";
     case PEACH2_ERR_BAD_COMMAND: return "bad command";
+    case PEACH2_ERR_DMA_ALIGN: return "DMA alignment restriction";
+    case PEACH2_ERR_DMA_ZERO_LEN: return "DMA descriptor of length 0";
+    case PEACH2_ERR_DMA_LOOP: return "DMA descriptor loop";
+    case PEACH2_ERR_DMA_CHAIN_LONG: return "DMA chain too long";
+    case PEACH2_ERR_DMA_BAD_INDEX: return "DMA descriptor index out of range";
+    case PEACH2_ERR_DMA_BAD_DESC: return "malformed DMA descriptor";
+    case PEACH2_ERR_DMA_READ: return "DMA read failed";
+    case PEACH2_ERR_DMA_BUSY: return "DMA channel busy";
+    case PEACH2_ERR_DMA_ABORTED: return "DMA aborted";
     default: return "unknown";
     }
 }
 
-uint64_t load_le(const uint8_t* p, unsigned size) {
-    uint64_t v = 0;
-    for (unsigned i = 0; i < size; ++i)
-        v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
-}
 
-void store_le(uint8_t* p, uint64_t v, unsigned size) {
-    for (unsigned i = 0; i < size; ++i)
-        p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
 
 bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
-template <typename T>
-void sat_inc(T& v) {
-    if (v != static_cast<T>(~T{0}))
-        ++v;
-}
 
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 }  // namespace
 
@@ -91,6 +81,7 @@ void Card::reset() {
     counters_.fill(Counters{});
     std::fill(cardmem_.begin(), cardmem_.end(), 0);
     open_.reset();
+    dma_reset();
 }
 
 // ---- registers -------------------------------------------------------------
@@ -128,6 +119,12 @@ uint32_t Card::reg_read32(uint64_t off) {
     }
     if (off >= PEACH2_REG_ERR_BY_CODE(0) && off < PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NR_CODES))
         return err_by_code_[(off - PEACH2_REG_ERR_BY_CODE(0)) / 4];
+    if (off >= PEACH2_REG_DMA_BASE &&
+        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
+        const uint64_t rel = off - PEACH2_REG_DMA_BASE;
+        return dma_reg_read(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
+                            static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE));
+    }
     switch (off) {
     case PEACH2_REG_ID: return PEACH2_ID_MAGIC;
     case PEACH2_REG_VERSION: return PEACH2_VERSION_MAJOR << 16 | PEACH2_VERSION_MINOR;
@@ -135,7 +132,7 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_NODE_COUNT: return cfg_.node_count;
     case PEACH2_REG_SLICE_SHIFT: return PEACH2_SLICE_SHIFT;
     case PEACH2_REG_HOST_SHIFT: return PEACH2_HOST_SHIFT;
-    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX;
+    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX | PEACH2_CAP_DMA;
     case PEACH2_REG_SCRATCH: return scratch_;
     case PEACH2_REG_LINK(0): return link_reg(PEACH2_PORT_E);
     case PEACH2_REG_LINK(1): return link_reg(PEACH2_PORT_W);
@@ -171,6 +168,13 @@ void Card::reg_write(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::reg_write32(uint64_t off, uint32_t val) {
+    if (off >= PEACH2_REG_DMA_BASE &&
+        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
+        const uint64_t rel = off - PEACH2_REG_DMA_BASE;
+        dma_reg_write(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
+                      static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE), val);
+        return;
+    }
     switch (off) {
     case PEACH2_REG_SCRATCH:
         scratch_ = val;
@@ -262,19 +266,20 @@ void Card::window_write(uint64_t off, uint64_t val, unsigned size) {
     uint8_t bytes[8];
     store_le(bytes, val, size);
     // Merge contiguous stores into one packet, as a write-combining buffer
-    // and PCIe's max payload do: never past 256 bytes or a 4 KiB boundary.
+    // and PCIe's max payload do: never past PEACH2_WC_MAX bytes or a 4 KiB
+    // boundary.
     for (unsigned done = 0; done < size;) {
         const uint64_t addr = off + done;
         const unsigned piece = static_cast<unsigned>(
             std::min<uint64_t>(size - done, kPage - addr % kPage));
         const bool merge = open_ && open_->addr + open_->data.size() == addr &&
-                           open_->data.size() + piece <= PEACH2_PKT_MAX_PAYLOAD &&
+                           open_->data.size() + piece <= PEACH2_WC_MAX &&
                            addr % kPage != 0;
         if (!merge) {
             flush();
             open_.emplace();
             open_->addr = addr;
-            open_->data.reserve(PEACH2_PKT_MAX_PAYLOAD);
+            open_->data.reserve(PEACH2_WC_MAX);
             if (host_.kick)
                 host_.kick(host_.opaque);
         }
@@ -284,13 +289,14 @@ void Card::window_write(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::flush() {
-    if (!open_)
-        return;
-    OpenWrite w = std::move(*open_);
-    open_.reset();
-    sat_inc(counters_[PEACH2_PORT_N].rx_pkts);
-    counters_[PEACH2_PORT_N].rx_bytes += w.data.size();
-    route_write(w.addr, w.data, 0, cfg_.node_id);
+    if (open_) {
+        OpenWrite w = std::move(*open_);
+        open_.reset();
+        sat_inc(counters_[PEACH2_PORT_N].rx_pkts);
+        counters_[PEACH2_PORT_N].rx_bytes += w.data.size();
+        route_write(w.addr, w.data, 0, cfg_.node_id);
+    }
+    dma_run();
 }
 
 // ---- routing and delivery ------------------------------------------------------
@@ -310,28 +316,26 @@ std::optional<unsigned> Card::port_towards(uint32_t node, peach2_err& why) const
     return std::nullopt;
 }
 
-void Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
-                       uint32_t src_node) {
+peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                             uint32_t src_node) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
-    if (node == cfg_.node_id) {
-        deliver_local(addr, data);
-        return;
-    }
+    if (node == cfg_.node_id)
+        return deliver_local(addr, data);
     if (node >= cfg_.node_count) {
         raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
                     "store to node " + std::to_string(node) + " of " +
                         std::to_string(cfg_.node_count));
-        return;
+        return PEACH2_ERR_NO_SUCH_NODE;
     }
     if (hops >= PEACH2_PKT_HOP_LIMIT) {
         raise_error(PEACH2_ERR_HOP_LIMIT, addr, "packet from node " + std::to_string(src_node));
-        return;
+        return PEACH2_ERR_HOP_LIMIT;
     }
     peach2_err why = PEACH2_ERR_NO_ROUTE;
     const auto port = port_towards(node, why);
     if (!port) {
         raise_error(why, addr, "no usable port towards node " + std::to_string(node));
-        return;
+        return why;
     }
     peach2_pkt_hdr hdr{};
     hdr.type = PEACH2_PKT_WRITE;
@@ -339,37 +343,38 @@ void Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hop
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
     hdr.addr = addr;
-    send(*port, hdr, data);
+    return send(*port, hdr, data);
 }
 
-void Card::deliver_local(uint64_t addr, std::span<const uint8_t> data) {
+peach2_err Card::deliver_local(uint64_t addr, std::span<const uint8_t> data) {
     const Decoded d = decode_global(addr, data.size());
     switch (d.region) {
     case Region::Host:
         if ((in_ctrl_ & PEACH2_IN_ENABLE) && !inbound_.contains(d.offset, data.size())) {
             raise_error(PEACH2_ERR_NOT_REGISTERED, addr,
                         "write to host memory no buffer is registered for");
-            return;
+            return PEACH2_ERR_NOT_REGISTERED;
         }
         if (host_.dma_write(host_.opaque, d.offset, data.data(), data.size()) != 0) {
             raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset));
-            return;
+            return PEACH2_ERR_DMA_WRITE;
         }
         sat_inc(counters_[PEACH2_PORT_N].tx_pkts);
         counters_[PEACH2_PORT_N].tx_bytes += data.size();
-        return;
+        return PEACH2_ERR_NONE;
     case Region::Mailbox:
         std::copy(data.begin(), data.end(), cardmem_.begin() + PEACH2_MAILBOX_OFF + d.offset);
         raise_interrupt(PEACH2_INT_MAILBOX);
-        return;
+        return PEACH2_ERR_NONE;
     case Region::Gpu:
         raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region");
-        return;
+        return PEACH2_ERR_NO_GPU;
     case Region::CardReserved:
     case Region::Unmapped:
-        raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset");
-        return;
+        break;
     }
+    raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset");
+    return PEACH2_ERR_BAD_TARGET;
 }
 
 // ---- links -----------------------------------------------------------------
@@ -380,12 +385,12 @@ Link* Card::link(unsigned port) {
     return &links_[port];
 }
 
-void Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload) {
+peach2_err Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload) {
     Link& l = links_[port];
     if (!l.tx.fits(kHeaderSize + payload.size())) {
         raise_error(PEACH2_ERR_TX_OVERFLOW, hdr.addr,
                     std::string("port ") + port_name(port) + " send queue full");
-        return;
+        return PEACH2_ERR_TX_OVERFLOW;
     }
     hdr.magic = PEACH2_PKT_MAGIC;
     hdr.version = PEACH2_PKT_VERSION;
@@ -398,6 +403,7 @@ void Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payl
     counters_[port].tx_bytes += payload.size();
     if (host_.kick)
         host_.kick(host_.opaque);
+    return PEACH2_ERR_NONE;
 }
 
 void Card::send_hello(unsigned port) {
@@ -520,8 +526,14 @@ std::span<const uint8_t> Card::link_tx_peek(unsigned port) {
 }
 
 void Card::link_tx_consume(unsigned port, size_t n) {
-    if (Link* l = link(port))
-        l->tx.consume(n);
+    Link* l = link(port);
+    if (!l)
+        return;
+    l->tx.consume(n);
+    // A DMA channel paused for a full link can go on once the link drains.
+    if (host_.kick && !tx_backlogged() &&
+        std::any_of(dma_.begin(), dma_.end(), [](const DmaChannel& c) { return c.busy(); }))
+        host_.kick(host_.opaque);
 }
 
 // ---- errors and interrupts ----------------------------------------------------
@@ -551,8 +563,13 @@ void Card::update_irq() {
     if (!fresh)
         return;
     notified_ |= fresh;
-    if (host_.notify)
-        host_.notify(host_.opaque, 0);
+    if (!host_.notify)
+        return;
+    if (fresh & (PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX))
+        host_.notify(host_.opaque, PEACH2_INT_VECTOR_MISC);
+    for (unsigned ch = 0; ch < PEACH2_DMA_CHANNELS; ++ch)
+        if (fresh & PEACH2_INT_DMA(ch))
+            host_.notify(host_.opaque, PEACH2_INT_VECTOR_DMA(ch));
 }
 
 void Card::log(int level, const std::string& msg) {

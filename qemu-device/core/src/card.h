@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "address_map.h"
@@ -18,6 +19,28 @@ namespace peach2 {
 
 struct Counters {
     uint64_t tx_pkts = 0, tx_bytes = 0, rx_pkts = 0, rx_bytes = 0;
+};
+
+// One DMA channel: its registers and, while busy, where it is in its work.
+struct DmaChannel {
+    // Registers.
+    uint32_t status = 0;  // PEACH2_DMA_ST_* and the error code
+    uint64_t head = 0;
+    uint64_t src = 0, dst = 0;
+    uint32_t len = 0, block = 0, flags = 0;
+    uint32_t done_descs = 0;
+    uint64_t err_desc = 0;
+    uint64_t bytes = 0;
+    // Run state.
+    bool reg_mode = false;
+    bool have_desc = false;   // `cur` is fetched and validated
+    peach2_desc cur{};
+    uint64_t cur_loc = 0;     // index, or host address | PEACH2_DMA_HEAD_HOST
+    uint64_t progress = 0;    // bytes of `cur` done
+    uint32_t fetched = 0;     // descriptors fetched in this run
+    std::vector<bool> visited_card;
+    std::unordered_set<uint64_t> visited_host;
+    bool busy() const { return status & PEACH2_DMA_ST_BUSY; }
 };
 
 // One cabled port (E, W or S).
@@ -47,6 +70,7 @@ public:
     uint64_t window_read(uint64_t off, unsigned size);
     void window_write(uint64_t off, uint64_t val, unsigned size);
     void flush();
+    void dma_reset();
 
     void link_attach(unsigned port);
     void link_connected(unsigned port, bool connected);
@@ -67,11 +91,12 @@ private:
 
     // A packet that must reach the node `addr` decodes to: deliver locally or
     // send it out of the port the route gives.
-    void route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
-                     uint32_t src_node);
-    void deliver_local(uint64_t addr, std::span<const uint8_t> data);
+    // Returns PEACH2_ERR_NONE, or the error it raised.
+    peach2_err route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                           uint32_t src_node);
+    peach2_err deliver_local(uint64_t addr, std::span<const uint8_t> data);
     std::optional<unsigned> port_towards(uint32_t node, peach2_err& why) const;
-    void send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
+    peach2_err send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
     void send_hello(unsigned port);
     bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
     void link_down(unsigned port, const char* why);
@@ -86,6 +111,18 @@ private:
     peach2_core_host host_;
 
     void inbound_command(uint32_t cmd);
+
+    // DMA controller (card_dma.cc).
+    uint32_t dma_reg_read(unsigned ch, uint32_t r) const;
+    void dma_reg_write(unsigned ch, uint32_t r, uint32_t val);
+    void dma_start(unsigned ch, bool reg_mode);
+    void dma_run();                       // one bounded slice of work
+    bool dma_step(unsigned ch, uint64_t& budget);  // false: stop this channel for now
+    peach2_err dma_fetch(DmaChannel& c);
+    peach2_err dma_validate(const peach2_desc& d) const;
+    void dma_finish(unsigned ch, peach2_err code);
+    bool tx_backlogged() const;
+    std::array<DmaChannel, PEACH2_DMA_CHANNELS> dma_{};
 
     uint32_t scratch_ = 0;
     uint32_t in_ctrl_ = PEACH2_IN_ENABLE;

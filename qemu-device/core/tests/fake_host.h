@@ -2,6 +2,7 @@
 // log lines recorded.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -29,6 +30,13 @@ struct FakeHost {
                 return -1;
             std::memcpy(self->mem.data() + addr, buf, len);
             self->writes.emplace_back(addr, len);
+            return 0;
+        };
+        h.dma_read = [](void* o, uint64_t addr, void* buf, size_t len) {
+            auto* self = static_cast<FakeHost*>(o);
+            if (addr > self->mem.size() || self->mem.size() - addr < len)
+                return -1;
+            std::memcpy(buf, self->mem.data() + addr, len);
             return 0;
         };
         h.kick = [](void* o) { ++static_cast<FakeHost*>(o)->kicks; };

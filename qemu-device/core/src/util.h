@@ -1,0 +1,34 @@
+// Small helpers shared by the core's files.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace peach2 {
+
+inline uint64_t load_le(const uint8_t* p, unsigned size) {
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; ++i)
+        v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+
+inline void store_le(uint8_t* p, uint64_t v, unsigned size) {
+    for (unsigned i = 0; i < size; ++i)
+        p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+inline std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+template <typename T>
+void sat_inc(T& v) {
+    if (v != static_cast<T>(~T{0}))
+        ++v;
+}
+
+}  // namespace peach2
