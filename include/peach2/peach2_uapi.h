@@ -19,7 +19,7 @@
 #include <sys/ioctl.h>
 #endif
 
-#define PEACH2_ABI_VERSION 1
+#define PEACH2_ABI_VERSION 2 /* 2: DMA ioctls */
 
 #define PEACH2_DEV_PREFIX "peach2-" /* /dev/peach2-<n>, n = probe order */
 
@@ -52,7 +52,7 @@ struct peach2_info {
 /* Allocate a buffer remote nodes can write into (the first tcaMalloc). */
 #define PEACH2_ALLOC_FLAGS_ALL 0u
 struct peach2_alloc {
-	__u64 size;           /* in: bytes (rounded up to pages), 1 .. max_alloc */
+	__u64 size;           /* in: bytes, 1 .. max_alloc; out: rounded up to pages */
 	__u32 flags;          /* in: must be 0 */
 	__u32 handle;         /* out: names the buffer for this fd; never 0 */
 	__u64 mmap_offset;    /* out: pass to mmap() */
@@ -75,8 +75,9 @@ struct peach2_chunk {
 	__u64 global_addr;    /* window address of the piece on this node */
 };
 
-/* Read the chunk list of a buffer: fills min(count, nr_chunks) entries
- * starting at `first`, returns the total in nr_chunks. */
+/* Read the chunk list of a buffer: fills min(count, nr_chunks - first)
+ * entries starting at `first` (first > nr_chunks: -EINVAL), returns the
+ * total in nr_chunks. count == 0 only reports nr_chunks. */
 struct peach2_chunks {
 	__u32 handle;         /* in */
 	__u32 first;          /* in: first chunk index */
@@ -86,10 +87,90 @@ struct peach2_chunks {
 	__u64 reserved;       /* must be 0 */
 };
 
+/* ---- DMA ---------------------------------------------------------------
+ * A transfer moves `len` bytes from a buffer of this fd to a buffer of this fd
+ * (local copy) or to a global window address on another node (remote put;
+ * the remote card accepts it only inside buffers registered there). The
+ * driver splits transfers at chunk boundaries into card descriptors. Every
+ * byte read or written on this node lies inside the caller's own buffers;
+ * anything else is refused before the card is touched.
+ */
+#define PEACH2_XFER_STRIDE_SRC (1u << 0) /* gap applies to the source */
+#define PEACH2_XFER_STRIDE_DST (1u << 1) /* gap applies to the destination */
+#define PEACH2_XFER_IMM        (1u << 2) /* write `imm` (len 4 or 8); no source */
+#define PEACH2_XFER_FLAGS_ALL  0x7u
+
+struct peach2_xfer {
+	__u32 src_handle;     /* buffer of this fd (0 with PEACH2_XFER_IMM) */
+	__u32 dst_handle;     /* buffer of this fd, or 0: dst is a global address */
+	__u64 src_offset;     /* bytes into the source buffer */
+	__u64 dst;            /* dst_handle ? offset into it : global address of
+			       * another node's memory */
+	__u64 len;            /* bytes, multiple of 4, > 0 */
+	__u16 burst;          /* block-stride: bytes per block (x4), 0 = contiguous */
+	__u16 gap;            /* block-stride: bytes skipped per block (x4) */
+	__u32 flags;          /* PEACH2_XFER_* */
+	__u64 imm;            /* value for PEACH2_XFER_IMM */
+};
+
+/* How to run a submission or a chain. */
+#define PEACH2_DMA_REG_MODE    (1u << 0) /* register mode: exactly one descriptor */
+#define PEACH2_DMA_HOST_DESC   (1u << 1) /* descriptors in host memory, not on-card */
+#define PEACH2_DMA_WAIT        (1u << 2) /* return when done (or timeout_ms) */
+#define PEACH2_DMA_FLAGS_ALL   0x7u
+#define PEACH2_DMA_ANY_CHANNEL 0xffffffffu
+#define PEACH2_DMA_MAX_XFERS   4096u     /* transfers per submission or chain */
+
+/* Build a chain once (descriptors stay in on-card or host memory, buffers
+ * stay referenced), start it many times, destroy it when done. */
+struct peach2_chain_create {
+	__u64 xfers;          /* in: user pointer to struct peach2_xfer[count] */
+	__u32 count;          /* in: 1 .. PEACH2_DMA_MAX_XFERS */
+	__u32 flags;          /* in: PEACH2_DMA_HOST_DESC or 0 */
+	__u32 chain;          /* out: chain id of this fd, never 0 */
+	__u32 nr_desc;        /* out: card descriptors after splitting */
+	__u64 reserved[2];    /* must be 0 */
+};
+
+struct peach2_chain_destroy {
+	__u32 chain;
+	__u32 flags;          /* must be 0 */
+};
+
+/* Start a chain (chain != 0) or a one-shot list of transfers (chain == 0:
+ * xfers/count as in chain_create). Returns a ticket to wait on. With
+ * PEACH2_DMA_WAIT it also waits and fills `status`. */
+struct peach2_dma_start {
+	__u32 chain;          /* in: chain id, or 0 for xfers/count */
+	__u32 count;          /* in: one-shot: number of transfers */
+	__u64 xfers;          /* in: one-shot: user pointer to peach2_xfer[count] */
+	__u32 flags;          /* in: PEACH2_DMA_* */
+	__u32 channel;        /* in: 0..3 or PEACH2_DMA_ANY_CHANNEL */
+	__u32 timeout_ms;     /* in: with PEACH2_DMA_WAIT; 0 = no limit */
+	__u32 status;         /* out (WAIT): 0 done, else a peach2_err code */
+	__u64 ticket;         /* out: completion ticket, increasing per fd */
+	__u64 reserved[2];    /* must be 0 */
+};
+
+/* Wait for a ticket. Returns 0 with `status` filled, -ETIMEDOUT, or
+ * -ENOENT for a ticket this fd never got. poll() on the fd reports POLLIN
+ * while a completed ticket has not been waited for. */
+struct peach2_dma_wait {
+	__u64 ticket;         /* in */
+	__u32 timeout_ms;     /* in: 0 = do not wait, just check */
+	__u32 status;         /* out: 0 done, else a peach2_err code */
+	__u64 bytes;          /* out: bytes the card moved */
+	__u64 reserved;       /* must be 0 */
+};
+
 #define PEACH2_IOC_MAGIC 'P'
 #define PEACH2_IOC_INFO   _IOR(PEACH2_IOC_MAGIC, 0x00, struct peach2_info)
 #define PEACH2_IOC_ALLOC  _IOWR(PEACH2_IOC_MAGIC, 0x01, struct peach2_alloc)
 #define PEACH2_IOC_FREE   _IOW(PEACH2_IOC_MAGIC, 0x02, struct peach2_free)
 #define PEACH2_IOC_CHUNKS _IOWR(PEACH2_IOC_MAGIC, 0x03, struct peach2_chunks)
+#define PEACH2_IOC_CHAIN_CREATE  _IOWR(PEACH2_IOC_MAGIC, 0x10, struct peach2_chain_create)
+#define PEACH2_IOC_CHAIN_DESTROY _IOW(PEACH2_IOC_MAGIC, 0x11, struct peach2_chain_destroy)
+#define PEACH2_IOC_DMA_START     _IOWR(PEACH2_IOC_MAGIC, 0x12, struct peach2_dma_start)
+#define PEACH2_IOC_DMA_WAIT      _IOWR(PEACH2_IOC_MAGIC, 0x13, struct peach2_dma_wait)
 
 #endif /* PEACH2_UAPI_H */
