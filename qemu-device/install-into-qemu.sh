@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Copy the peach2 device into a QEMU 7.2 source tree (idempotent).
+# Copy the peach2 device into a QEMU 7.2 source tree and apply our QEMU
+# patches (idempotent).
 #   hw/misc/peach2.c                 the QEMU glue
 #   hw/misc/peach2/                  the C++ core and the shared hardware header
 # and hook it into hw/misc/{Kconfig,meson.build,trace-events}.
@@ -22,6 +23,16 @@ for f in "$here"/core/src/*.cc "$here"/core/src/*.h; do
 done
 put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
 put "$top/include/peach2/peach2_hw.h" "$misc/peach2/include/peach2/peach2_hw.h"
+
+# Patches to QEMU itself (qemu-device/patches/*.patch), each applied once.
+for p in "$here"/patches/*.patch; do
+  [ -e "$p" ] || continue
+  if patch -d "$src" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1; then
+    continue # already applied
+  fi
+  patch -d "$src" -p1 -N -s <"$p" || { echo "install-into-qemu: $(basename "$p") does not apply to $src" >&2; exit 1; }
+  echo "install-into-qemu: applied $(basename "$p")" >&2
+done
 
 # Hooks: appended once, between markers, replaced when they change.
 hook() { # hook FILE SNIPPET

@@ -15,6 +15,8 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
+#include "sysemu/cpus.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pcie.h"
@@ -34,6 +36,14 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
 
 /* Bytes taken from a link per read callback; the core buffers the rest. */
 #define PEACH2_RX_CHUNK 65536
+/*
+ * An open write-combining buffer is sent when the CPU fences its stores
+ * (SFENCE/MFENCE: cpu_wc_flush(), as on real x86) or, for code that never
+ * fences, once the CPU has not stored into the window for this long. The
+ * timer is only the fallback: under TCG on a busy host a short one fires in
+ * the middle of a message and turns every store into its own packet.
+ */
+#define PEACH2_WC_IDLE_NS 50000
 
 typedef struct Peach2Port {
     Peach2State *dev;
@@ -52,6 +62,8 @@ struct Peach2State {
 
     peach2_core *core;
     QEMUBH *flush_bh;
+    QEMUTimer *wc_timer;
+    int64_t last_store_ns;
     Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
 
     uint32_t node_id;
@@ -138,6 +150,7 @@ static void peach2_port_drain(Peach2Port *p)
         }
         done = qemu_chr_fe_write(&p->chr, buf, MIN(n, (size_t)INT_MAX));
         if (done > 0) {
+            trace_peach2_tx(p->dev->node_id, p->port, done);
             peach2_core_link_tx_consume(core, p->port, done);
             continue;
         }
@@ -150,15 +163,45 @@ static void peach2_port_drain(Peach2Port *p)
     }
 }
 
-static void peach2_flush_bh(void *opaque)
+static void peach2_drain_all(Peach2State *s)
 {
-    Peach2State *s = opaque;
     unsigned i;
 
-    peach2_core_flush(s->core);
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         peach2_port_drain(&s->ports[i]);
     }
+}
+
+static void peach2_flush_bh(void *opaque)
+{
+    Peach2State *s = opaque;
+
+    peach2_core_flush(s->core);
+    peach2_drain_all(s);
+}
+
+/* A vCPU fenced its stores (under the BQL): send what is held back. */
+static void peach2_wc_fence(void *opaque)
+{
+    Peach2State *s = opaque;
+
+    trace_peach2_wc_fence(s->node_id);
+    peach2_core_flush(s->core);
+    peach2_drain_all(s);
+}
+
+static void peach2_wc_timer(void *opaque)
+{
+    Peach2State *s = opaque;
+    int64_t idle_at = s->last_store_ns + PEACH2_WC_IDLE_NS;
+
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < idle_at) {
+        timer_mod(s->wc_timer, idle_at); /* still storing: wait on */
+        return;
+    }
+    trace_peach2_wc_flush(s->node_id);
+    peach2_core_flush(s->core);
+    peach2_drain_all(s);
 }
 
 static int peach2_port_can_receive(void *opaque)
@@ -170,6 +213,7 @@ static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
 {
     Peach2Port *p = opaque;
 
+    trace_peach2_rx(p->dev->node_id, p->port, size);
     if (!peach2_core_link_receive(p->dev->core, p->port, buf, size)) {
         /* Corrupt stream: the core has reported it; start a fresh one. */
         qemu_chr_fe_disconnect(&p->chr);
@@ -240,8 +284,19 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
                                 unsigned size)
 {
     Peach2State *s = opaque;
+    unsigned pending = peach2_core_window_write(s->core, addr, val, size);
 
-    peach2_core_window_write(s->core, addr, val, size);
+    trace_peach2_window_store(s->node_id, addr, size, pending);
+    if (pending & PEACH2_WINDOW_TX_PENDING) {
+        peach2_drain_all(s);
+    }
+    if (pending & PEACH2_WINDOW_WC_OPEN) {
+        cpu_wc_flush_mark_pending();
+        s->last_store_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (!timer_pending(s->wc_timer)) {
+            timer_mod(s->wc_timer, s->last_store_ns + PEACH2_WC_IDLE_NS);
+        }
+    }
 }
 
 /* The core checks sizes and alignment itself and reports bad ones. */
@@ -299,6 +354,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     }
     s->flush_bh = qemu_bh_new_guarded(peach2_flush_bh, s,
                                       &DEVICE(pdev)->mem_reentrancy_guard);
+    s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
+    cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
 
@@ -332,6 +389,9 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         s->core = NULL;
         qemu_bh_delete(s->flush_bh);
         s->flush_bh = NULL;
+        timer_free(s->wc_timer);
+        s->wc_timer = NULL;
+        cpu_wc_flush_unregister(peach2_wc_fence, s);
         return;
     }
     for (i = 0; i < PEACH2_MSIX_VECTORS; i++) {
@@ -368,6 +428,10 @@ static void peach2_exit(PCIDevice *pdev)
     msix_uninit(pdev, &s->bar0, &s->bar0);
     if (s->flush_bh) {
         qemu_bh_delete(s->flush_bh);
+    }
+    if (s->wc_timer) {
+        timer_free(s->wc_timer);
+        cpu_wc_flush_unregister(peach2_wc_fence, s);
     }
     peach2_core_free(s->core);
     s->core = NULL;

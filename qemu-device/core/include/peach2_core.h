@@ -71,7 +71,13 @@ void peach2_core_reg_write(peach2_core *core, uint64_t off, uint64_t val, unsign
 uint64_t peach2_core_cardmem_read(peach2_core *core, uint64_t off, unsigned size);
 void peach2_core_cardmem_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 uint64_t peach2_core_window_read(peach2_core *core, uint64_t off, unsigned size);
-void peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
+/* A CPU store into the window. Does not call kick(); instead returns
+ * PEACH2_WINDOW_* bits: TX_PENDING, packets were queued (send them now, see
+ * peach2_core_link_tx_peek); WC_OPEN, a write-combining buffer is open (call
+ * peach2_core_flush() once the CPU has stopped storing for a moment). */
+#define PEACH2_WINDOW_TX_PENDING 1u
+#define PEACH2_WINDOW_WC_OPEN    2u
+unsigned peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 
 /* Close open write-combining buffers (packets become queued or delivered)
  * and run a bounded slice of DMA work. */

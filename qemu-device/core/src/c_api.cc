@@ -94,8 +94,8 @@ void peach2_core_cardmem_write(peach2_core* core, uint64_t off, uint64_t val, un
 uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size) {
     return guarded(core, [&] { return core->card.window_read(off, size); }, ~0ull);
 }
-void peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
-    guarded(core, [&] { core->card.window_write(off, val, size); });
+unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
+    return guarded(core, [&] { return core->card.window_write(off, val, size); });
 }
 void peach2_core_flush(peach2_core* core) {
     guarded(core, [&] { core->card.flush(); });

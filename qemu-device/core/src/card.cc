@@ -258,7 +258,17 @@ uint64_t Card::window_read(uint64_t off, unsigned size) {
     return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
 }
 
-void Card::window_write(uint64_t off, uint64_t val, unsigned size) {
+unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
+    // The caller (the vCPU's store) sends what this queues itself, right
+    // after the call: no bottom half, no hand-over of the I/O lock.
+    quiet_ = true;
+    kicked_ = false;
+    window_store(off, val, size);
+    quiet_ = false;
+    return (kicked_ ? PEACH2_WINDOW_TX_PENDING : 0u) | (open_ ? PEACH2_WINDOW_WC_OPEN : 0u);
+}
+
+void Card::window_store(uint64_t off, uint64_t val, unsigned size) {
     if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size) {
         raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range");
         return;
@@ -280,8 +290,6 @@ void Card::window_write(uint64_t off, uint64_t val, unsigned size) {
             open_.emplace();
             open_->addr = addr;
             open_->data.reserve(PEACH2_WC_MAX);
-            if (host_.kick)
-                host_.kick(host_.opaque);
         }
         open_->data.insert(open_->data.end(), bytes + done, bytes + done + piece);
         done += piece;
@@ -401,8 +409,7 @@ peach2_err Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t
     l.tx.push(bytes);
     sat_inc(counters_[port].tx_pkts);
     counters_[port].tx_bytes += payload.size();
-    if (host_.kick)
-        host_.kick(host_.opaque);
+    kick();
     return PEACH2_ERR_NONE;
 }
 
@@ -531,9 +538,9 @@ void Card::link_tx_consume(unsigned port, size_t n) {
         return;
     l->tx.consume(n);
     // A DMA channel paused for a full link can go on once the link drains.
-    if (host_.kick && !tx_backlogged() &&
+    if (!tx_backlogged() &&
         std::any_of(dma_.begin(), dma_.end(), [](const DmaChannel& c) { return c.busy(); }))
-        host_.kick(host_.opaque);
+        kick();
 }
 
 // ---- errors and interrupts ----------------------------------------------------
@@ -570,6 +577,13 @@ void Card::update_irq() {
     for (unsigned ch = 0; ch < PEACH2_DMA_CHANNELS; ++ch)
         if (fresh & PEACH2_INT_DMA(ch))
             host_.notify(host_.opaque, PEACH2_INT_VECTOR_DMA(ch));
+}
+
+void Card::kick() {
+    if (quiet_)
+        kicked_ = true;
+    else if (host_.kick)
+        host_.kick(host_.opaque);
 }
 
 void Card::log(int level, const std::string& msg) {

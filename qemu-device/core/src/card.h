@@ -68,7 +68,7 @@ public:
     uint64_t cardmem_read(uint64_t off, unsigned size);
     void cardmem_write(uint64_t off, uint64_t val, unsigned size);
     uint64_t window_read(uint64_t off, unsigned size);
-    void window_write(uint64_t off, uint64_t val, unsigned size);
+    unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
     void flush();
     void dma_reset();
 
@@ -105,6 +105,10 @@ private:
     void raise_interrupt(uint32_t bits);
     void update_irq();
     void log(int level, const std::string& msg);
+    void kick();  // ask the host for a flush, or note it for window_write()
+    void window_store(uint64_t off, uint64_t val, unsigned size);
+    bool quiet_ = false;   // inside window_write(): the caller sends
+    bool kicked_ = false;
     Link* link(unsigned port);
 
     peach2_core_config cfg_;

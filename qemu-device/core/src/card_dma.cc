@@ -144,8 +144,7 @@ void Card::dma_start(unsigned ch, bool reg_mode) {
         }
         c.have_desc = true;
     }
-    if (host_.kick)
-        host_.kick(host_.opaque);
+    kick();
 }
 
 // The PEACH2 restrictions and this model's own limits, checked before a
@@ -287,8 +286,8 @@ void Card::dma_run() {
     }
     // Continue in a later run; a channel waiting on a full link is kicked by
     // link_tx_consume() instead.
-    if (more && host_.kick)
-        host_.kick(host_.opaque);
+    if (more)
+        kick();
 }
 
 void Card::dma_finish(unsigned ch, peach2_err code) {

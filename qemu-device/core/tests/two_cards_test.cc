@@ -92,6 +92,19 @@ TEST_F(TwoCards, RemoteStoresArriveIntactAndOnlyWhereAddressed) {
               peach2_core_reg_read(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8));
 }
 
+TEST_F(TwoCards, RemoteStoreReportsQueuedPacketsToTheCaller) {
+    EXPECT_EQ(peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x100, 1, 8),
+              PEACH2_WINDOW_WC_OPEN);
+    // A store that does not continue the open buffer closes it: one packet queued.
+    EXPECT_EQ(peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x900, 2, 8),
+              PEACH2_WINDOW_WC_OPEN | PEACH2_WINDOW_TX_PENDING);
+    const void* buf = nullptr;
+    EXPECT_EQ(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf), kHeaderSize + 8);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(hb.mem[0x100], 1);
+    EXPECT_EQ(hb.mem[0x900], 2);
+}
+
 TEST_F(TwoCards, MailboxIsRemotelyWritable) {
     const uint64_t v = 0x1122334455667788ull;
     peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + 0x800, v, 8);
