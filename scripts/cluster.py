@@ -1,0 +1,881 @@
+#!/usr/bin/python3
+"""Boot and drive a cluster of N QEMU guests joined by emulated PEACH2 cards.
+
+Module (Python 3 stdlib only) and command line tool.
+
+    from cluster import Cluster
+    with Cluster(2) as c:                  # boots both nodes, waits for PEACH2-READY
+        rc, out = c.run(0, "cat /sys/class/peach2/peach2-0/node_id")
+        results = c.run_all("lspci -n")    # [(rc, out) for node 0..N-1], in parallel
+        text = c.console_log(1)            # ttyS0 (kernel console) of node 1
+
+    scripts/cluster.py --nodes 2 -- 'cat /sys/class/peach2/peach2-0/node_id'
+    scripts/cluster.py --nodes 3 --interactive
+
+Each node is one qemu-system-x86_64 (q35, TCG, 256 MiB, one CPU) booting the Debian
+guest kernel with our initramfs (scripts/build-initramfs.sh). ttyS0 goes to a console
+log file in the run directory; ttyS1 is a unix socket the launcher connects to and
+speaks the command protocol of scripts/guest/init over:
+
+    guest: ... "PEACH2-READY node=<id|none>\\n"      once, after boot
+    host:  "<command>\\n"                             one line
+    guest: <output> "\\n@@RC <rc>\\n"                 the newline before @@RC is framing
+
+Cabling (docs/DESIGN-NOTES-FOR-HELPERS.md): N=2: node0.E <-> node1.W; N>=3: a ring,
+node i E <-> node (i+1)%N W. Every cable is one unix socket in the run directory; the
+E side listens (server=on,wait=off), the W side connects (reconnect=1).
+
+Environment: PEACH2_QEMU (QEMU binary), PEACH2_KERNEL (kernel: default the PVH vmlinux
+of scripts/fetch-guest-kernel.sh, else its vmlinuz), PEACH2_INITRD
+(initramfs), PEACH2_CACHE, PEACH2_BUILD, PEACH2_GUEST_KVER (defaults as scripts/lib.sh).
+"""
+
+import argparse
+import atexit
+import ctypes
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PORTS = ("E", "W", "S")
+READY_RE = re.compile(rb"PEACH2-READY node=(\S+)\r?\n")
+RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
+BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
+FIRMWARE_DIRS = ("/usr/share/seabios", "/usr/lib/ipxe/qemu", "/usr/share/qemu")
+UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
+
+
+class ClusterError(RuntimeError):
+    """A node failed to boot, died, or a command could not be run."""
+
+
+class CommandTimeout(ClusterError):
+    """A command did not finish in time. .output holds what it printed so far."""
+
+    def __init__(self, msg, output=""):
+        super().__init__(msg)
+        self.output = output
+
+
+# ---------------------------------------------------------------------------
+# Settings shared with scripts/lib.sh
+
+def _lib_default(var, fallback):
+    """The default of VAR=${VAR:-default} in scripts/lib.sh (single source of truth)."""
+    try:
+        with open(os.path.join(REPO, "scripts", "lib.sh"), encoding="utf-8") as f:
+            m = re.search(r"^%s=\$\{%s:-([^}]*)\}" % (var, var), f.read(), re.M)
+            if m:
+                return m.group(1)
+    except OSError:
+        pass
+    return fallback
+
+
+def cache_dir():
+    if os.environ.get("PEACH2_CACHE"):
+        return os.environ["PEACH2_CACHE"]
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "peach2")
+
+
+def build_dir():
+    return os.environ.get("PEACH2_BUILD") or os.path.join(REPO, "build")
+
+
+def guest_kver():
+    return os.environ.get("PEACH2_GUEST_KVER") or _lib_default("PEACH2_GUEST_KVER", "6.1.0-56-amd64")
+
+
+def default_qemu():
+    if os.environ.get("PEACH2_QEMU"):
+        return os.environ["PEACH2_QEMU"]
+    ver = os.environ.get("PEACH2_QEMU_VERSION") or _lib_default("PEACH2_QEMU_VERSION", "7.2")
+    return os.path.join(cache_dir(), "qemu-%s" % ver, "bin", "qemu-system-x86_64")
+
+
+def default_kernel():
+    """$PEACH2_KERNEL, else the decompressed PVH vmlinux (boots ~4-5 s faster under TCG
+    than the XZ bzImage), else vmlinuz; both come from scripts/fetch-guest-kernel.sh."""
+    if os.environ.get("PEACH2_KERNEL"):
+        return os.environ["PEACH2_KERNEL"]
+    g = os.path.join(cache_dir(), "guest")
+    elf = os.path.join(g, "vmlinux-%s" % guest_kver())
+    return elf if os.path.exists(elf) else os.path.join(g, "vmlinuz-%s" % guest_kver())
+
+
+def default_initrd():
+    """$PEACH2_INITRD, else build/guest/initramfs.cpio (PEACH2_INITRD_COMPRESS=none of
+    scripts/build-initramfs.sh, which then removes the .gz) if it exists, else
+    build/guest/initramfs.cpio.gz (its default)."""
+    if os.environ.get("PEACH2_INITRD"):
+        return os.environ["PEACH2_INITRD"]
+    raw = os.path.join(build_dir(), "guest", "initramfs.cpio")
+    return raw if os.path.exists(raw) else raw + ".gz"
+
+
+# ---------------------------------------------------------------------------
+# The cabling plan and QEMU command lines (pure functions: unit-tested on the host)
+
+def cabling(n):
+    """Cables for n nodes: a list of ((node, port), (node, port)), server side first."""
+    if n < 1:
+        raise ValueError("need at least one node")
+    if n == 1:
+        return []
+    if n == 2:
+        return [((0, "E"), (1, "W"))]
+    return [((i, "E"), ((i + 1) % n, "W")) for i in range(n)]
+
+
+def link_socket_path(run_dir, node, port):
+    return os.path.join(run_dir, "link-%d%s.sock" % (node, port))
+
+
+def node_paths(run_dir, i, boot=0):
+    sfx = "" if boot == 0 else ".%d" % boot
+    return {
+        "console": os.path.join(run_dir, "console-%d%s.log" % (i, sfx)),
+        "stderr": os.path.join(run_dir, "qemu-%d%s.log" % (i, sfx)),
+        "chan": os.path.join(run_dir, "chan-%d.sock" % i),
+        "chanlog": os.path.join(run_dir, "chan-%d%s.log" % (i, sfx)),
+    }
+
+
+def _check_path(p):
+    if "," in p:
+        raise ClusterError("path %r contains a comma (QEMU option syntax)" % p)
+    if p.endswith(".sock") and len(p.encode()) > UNIX_PATH_MAX:
+        raise ClusterError("unix socket path too long (%d > %d): %s" % (len(p), UNIX_PATH_MAX, p))
+    return p
+
+
+def link_args(i, n, run_dir, cables=None):
+    """(chardev args, device properties) for node i's ports.
+
+    For each cable, the server (first) end gets a listening socket chardev, the other
+    end a reconnecting client chardev on the same path. Chardev ids are "l" + port in
+    lower case (le, lw, ls). Ports without a cable get nothing."""
+    if cables is None:
+        cables = cabling(n)
+    args, props = [], {}
+    for (a, b) in cables:
+        path = _check_path(link_socket_path(run_dir, a[0], a[1]))
+        for end, server in ((a, True), (b, False)):
+            if end[0] != i:
+                continue
+            port = end[1]
+            if port not in PORTS:
+                raise ValueError("bad port %r" % (port,))
+            key = "port-%s" % port.lower()
+            if key in props:
+                raise ValueError("node %d port %s has two cables" % (i, port))
+            cid = "l%s" % port.lower()
+            if server:
+                spec = "socket,id=%s,path=%s,server=on,wait=off" % (cid, path)
+            else:
+                spec = "socket,id=%s,path=%s,reconnect=1" % (cid, path)
+            args += ["-chardev", spec]
+            props[key] = cid
+    return args, props
+
+
+def _fmt_props(props):
+    return ",".join("%s=%s" % (k, v) for k, v in props.items())
+
+
+def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
+              cables=None, device_props=None, extra_args=None, boot=0, with_device=True,
+              loglevel=4):
+    """The full argv of node i's QEMU."""
+    p = node_paths(run_dir, i, boot)
+    for k in ("console", "chan"):
+        _check_path(p[k])
+    cargs, props = link_args(i, n, run_dir, cables)
+    append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
+    if append_extra:
+        append += " " + append_extra
+    argv = [qemu, "-name", "node%d,debug-threads=on" % i,
+            "-machine", "q35", "-accel", "tcg", "-m", str(mem), "-smp", "1",
+            "-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
+            "-no-reboot", "-nic", "none",
+            "-kernel", kernel, "-initrd", initrd, "-append", append,
+            "-chardev", "file,id=con,path=%s" % p["console"], "-serial", "chardev:con",
+            "-chardev", "socket,id=cmd,path=%s,server=on,wait=off" % p["chan"],
+            "-serial", "chardev:cmd",
+            "-global", "q35-pcihost.pci-hole64-size=64G"]
+    for d in FIRMWARE_DIRS:
+        argv += ["-L", d]
+    if with_device:
+        dev = {"node-id": i, "nodes": n}
+        dev.update(props)
+        dev.update(device_props or {})
+        argv += cargs + ["-device", "peach2," + _fmt_props(dev)]
+    argv += list(extra_args or [])
+    return argv
+
+
+# ---------------------------------------------------------------------------
+# Cleanup of every live cluster on exit and on fatal signals
+
+_live = weakref.WeakSet()
+_handlers_installed = False
+_prev_handlers = {}
+
+
+def prioritise_io_threads(pid):
+    """Put a QEMU's I/O threads (everything but its vCPU threads) in SCHED_FIFO.
+
+    Why: every guest in a cluster spins on memory while it waits for a message, so
+    on a small host all cores run vCPU threads, and the main loop that must move
+    the message (socket read, DMA write into the guest) waits for a time slice:
+    measured 44 us per wake-up on average with ms-long tails. A real-time main
+    loop preempts a spinning vCPU at once. It runs only for short bursts, and the
+    kernel's RT throttling keeps a runaway one from taking a whole core.
+    Returns the number of threads changed (0 when not permitted or disabled).
+    """
+    if os.environ.get("PEACH2_RT_IO", "1") == "0":
+        return 0
+    changed = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid), encoding="utf-8") as f:
+                comm = f.read().strip()
+            if comm.startswith("CPU "):  # "CPU 0/TCG": leave the vCPUs alone
+                continue
+            os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
+            changed += 1
+        except (OSError, AttributeError):
+            continue  # not permitted, or the thread is gone
+    return changed
+
+
+def _cleanup_all():
+    for c in list(_live):
+        try:
+            c.stop(quiet=True)
+        except Exception:  # pragma: no cover - best effort at exit
+            pass
+
+
+def _on_signal(signum, frame):
+    _cleanup_all()
+    prev = _prev_handlers.get(signum)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_handlers():
+    global _handlers_installed
+    if _handlers_installed:
+        return
+    _handlers_installed = True
+    atexit.register(_cleanup_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            prev = signal.getsignal(s)
+            if prev in (signal.SIG_IGN,):
+                continue
+            _prev_handlers[s] = prev
+            signal.signal(s, _on_signal)
+        except (ValueError, OSError):
+            pass
+
+
+def _child_setup():
+    # Own session (a terminal ^C reaches the launcher, which then powers the guests off),
+    # and SIGKILL QEMU if the launcher dies without cleaning up (PR_SET_PDEATHSIG = 1).
+    os.setsid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _tail(path, nbytes=3000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - nbytes))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return "(no %s)" % path
+
+
+# ---------------------------------------------------------------------------
+
+class Node:
+    """One QEMU process and its command channel."""
+
+    def __init__(self, cluster, index):
+        self.cluster = cluster
+        self.index = index
+        self.proc = None
+        self.sock = None
+        self.buf = bytearray()
+        self.pos = 0            # bytes of buf already consumed
+        self.eof = False
+        self.cond = threading.Condition()
+        self.lock = threading.Lock()   # one command at a time
+        self.reader = None
+        self.boot = -1          # number of (re)starts so far
+        self.consoles = []      # console log of every boot
+        self.paths = None
+        self.started_at = None
+        self.boot_time = None   # seconds from QEMU start to PEACH2-READY
+        self.ready_id = None    # the node=... word of the READY line
+        self.banner = ""        # what init printed on ttyS1 before READY
+        self.pending = 0        # commands that timed out and may still print
+
+    # -- process --------------------------------------------------------------
+    def launch(self):
+        c = self.cluster
+        self.boot += 1
+        self.paths = node_paths(c.run_dir, self.index, self.boot)
+        self.consoles.append(self.paths["console"])
+        argv = c.argv(self.index, self.boot)
+        try:  # a stale socket of an earlier boot: connect() must not find it
+            os.unlink(self.paths["chan"])
+        except FileNotFoundError:
+            pass
+        with open(self.paths["stderr"], "wb") as err:
+            err.write(("# " + " ".join(shlex.quote(a) for a in argv) + "\n").encode())
+            err.flush()
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err,
+                                         stderr=subprocess.STDOUT, close_fds=True,
+                                         preexec_fn=_child_setup)
+        self.started_at = time.monotonic()
+        self.buf = bytearray()
+        self.pos = 0
+        self.eof = False
+        self.pending = 0
+        self.boot_time = None
+        self.ready_id = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def failure_report(self, what):
+        rc = self.proc.poll() if self.proc else None
+        return ("node%d: %s (qemu %s)\n--- qemu stderr (%s) ---\n%s\n"
+                "--- console (%s) ---\n%s" % (
+                    self.index, what,
+                    "exited rc=%s" % rc if rc is not None else "still running",
+                    self.paths["stderr"], _tail(self.paths["stderr"]),
+                    self.paths["console"], _tail(self.paths["console"])))
+
+    def connect(self, deadline):
+        path = self.paths["chan"]
+        while True:
+            if not self.alive():
+                raise ClusterError(self.failure_report("QEMU exited before its serial socket appeared"))
+            if os.path.exists(path):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    s.connect(path)
+                    break
+                except OSError:
+                    s.close()
+            if time.monotonic() > deadline:
+                raise ClusterError(self.failure_report("serial socket %s did not appear" % path))
+            time.sleep(0.02)
+        self.sock = s
+        log = open(self.paths["chanlog"], "wb")
+        self.reader = threading.Thread(target=self._read_loop, args=(s, log),
+                                       name="node%d-reader" % self.index, daemon=True)
+        self.reader.start()
+
+    def _read_loop(self, s, log):
+        try:
+            while True:
+                try:
+                    data = s.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                log.write(data)
+                log.flush()
+                with self.cond:
+                    self.buf += data
+                    self.cond.notify_all()
+        finally:
+            log.close()
+            with self.cond:
+                self.eof = True
+                self.cond.notify_all()
+
+    def close_channel(self):
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+            self.sock = None
+        if self.reader is not None:
+            self.reader.join(timeout=5)
+            self.reader = None
+
+    # -- protocol ------------------------------------------------------------
+    def wait_for(self, regex, deadline, what):
+        """Wait until regex matches the unconsumed buffer; consume through the match."""
+        with self.cond:
+            while True:
+                m = regex.search(self.buf, self.pos)
+                if m:
+                    before = bytes(self.buf[self.pos:m.start()])
+                    self.pos = m.end()
+                    if self.pos > 1 << 20:  # keep the buffer small
+                        del self.buf[:self.pos]
+                        self.pos = 0
+                    return m, before
+                if self.eof or not self.alive():
+                    partial = bytes(self.buf[self.pos:]).decode("utf-8", "replace")
+                    raise ClusterError(self.failure_report(
+                        "died or closed its channel while waiting for %s; partial output:\n%s"
+                        % (what, partial[-2000:])))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    partial = bytes(self.buf[self.pos:]).decode("utf-8", "replace")
+                    raise CommandTimeout("node%d: timeout waiting for %s" % (self.index, what),
+                                         partial)
+                self.cond.wait(min(left, 0.5))
+
+    def send(self, line):
+        try:
+            self.sock.sendall(line.encode() + b"\n")
+        except (OSError, AttributeError) as e:
+            raise ClusterError(self.failure_report("cannot send to the channel: %s" % e))
+
+
+class Cluster:
+    """N guests joined by PEACH2 links. Use as a context manager, or start()/stop()."""
+
+    def __init__(self, n, *, qemu=None, kernel=None, initrd=None, boot_timeout=120.0,
+                 mem=256, device_props=None, qemu_args=None, append="", cables=None,
+                 with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4):
+        """n: number of nodes (>= 1; the cabling needs >= 2).
+        device_props: dict added to every node's -device peach2,... (overrides defaults),
+            or a function node -> dict.
+        qemu_args: list of extra QEMU arguments, or a function node -> list.
+        append: extra kernel command line. cables: override cabling(n).
+        with_device: False boots without the card (launcher experiments only).
+        keep: keep the run directory (logs) after stop(). verbose: progress on stderr."""
+        if n < 1:
+            raise ValueError("need at least one node")
+        self.n = n
+        self.qemu = qemu or default_qemu()
+        self.kernel = kernel or default_kernel()
+        self.initrd = initrd or default_initrd()
+        self.boot_timeout = boot_timeout
+        self.mem = mem
+        self.device_props = device_props
+        self.qemu_args = qemu_args
+        self.append = append
+        self.cables = cables if cables is not None else cabling(n)
+        self.with_device = with_device
+        self.keep = keep
+        self.run_parent = run_parent
+        self.verbose = verbose
+        self.loglevel = loglevel
+        self.run_dir = None
+        self.nodes = []
+        self.boot_times = {}
+        self._stopped = False
+        self._stop_lock = threading.RLock()  # RLock: a signal may arrive inside stop()
+
+    # -- helpers -----------------------------------------------------------
+    def _say(self, msg):
+        if self.verbose:
+            sys.stderr.write("[cluster] %s\n" % msg)
+            sys.stderr.flush()
+
+    def _per_node(self, v, i):
+        return v(i) if callable(v) else v
+
+    def argv(self, i, boot=0):
+        return qemu_argv(i, self.n, self.run_dir, self.qemu, self.kernel, self.initrd,
+                         mem=self.mem, append_extra=self.append, cables=self.cables,
+                         device_props=self._per_node(self.device_props, i),
+                         extra_args=self._per_node(self.qemu_args, i), boot=boot,
+                         with_device=self.with_device, loglevel=self.loglevel)
+
+    def _check_inputs(self):
+        hints = {
+            "qemu": (self.qemu, "build it with scripts/build-qemu.sh (or set PEACH2_QEMU)"),
+            "kernel": (self.kernel, "fetch it with scripts/fetch-guest-kernel.sh (or set PEACH2_KERNEL)"),
+            "initrd": (self.initrd, "build it with scripts/build-initramfs.sh (or set PEACH2_INITRD)"),
+        }
+        for what, (path, hint) in hints.items():
+            if not os.path.exists(path):
+                raise ClusterError("%s %s not found: %s" % (what, path, hint))
+
+    def _node(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError("no node %d (cluster of %d)" % (i, self.n))
+        return self.nodes[i]
+
+    # -- lifecycle -----------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self):
+        """Launch every node and wait for all PEACH2-READY lines."""
+        self._check_inputs()
+        parent = self.run_parent or os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            parent = "/tmp"
+        self.run_dir = tempfile.mkdtemp(prefix="peach2-", dir=parent)
+        _install_handlers()
+        _live.add(self)
+        self._stopped = False
+        self.nodes = [Node(self, i) for i in range(self.n)]
+        self._say("starting %d node(s) in %s" % (self.n, self.run_dir))
+        try:
+            t0 = time.monotonic()
+            deadline = t0 + self.boot_timeout
+            for node in self.nodes:
+                node.launch()
+            for node in self.nodes:
+                node.connect(deadline)
+            self._wait_ready(self.nodes, deadline)
+            self._say("all %d node(s) ready in %.1f s" % (self.n, time.monotonic() - t0))
+        except BaseException:
+            self.stop(quiet=True)
+            raise
+        return self
+
+    def _wait_ready(self, nodes, deadline):
+        waiting = list(nodes)
+        while waiting:
+            for node in list(waiting):
+                try:
+                    m, before = node.wait_for(READY_RE, min(deadline, time.monotonic() + 0.2),
+                                              "PEACH2-READY")
+                except CommandTimeout:
+                    if time.monotonic() >= deadline:
+                        raise ClusterError(node.failure_report(
+                            "no PEACH2-READY within %.0f s" % self.boot_timeout))
+                    continue
+                waiting.remove(node)
+                node.boot_time = time.monotonic() - node.started_at
+                node.rt_threads = prioritise_io_threads(node.proc.pid)
+                node.ready_id = m.group(1).decode()
+                node.banner = before.decode("utf-8", "replace")
+                self.boot_times[node.index] = node.boot_time
+                self._say("node%d ready (%.1f s)%s" % (
+                    node.index, node.boot_time,
+                    "" if node.ready_id == str(node.index) else
+                    "  [card node_id=%s]" % node.ready_id))
+                if node.banner.strip():
+                    for line in node.banner.strip().splitlines():
+                        self._say("node%d: %s" % (node.index, line))
+
+    def stop(self, quiet=False):
+        """Power every node off, then terminate/kill QEMU; remove the run directory."""
+        with self._stop_lock:
+            if self._stopped or self.run_dir is None:
+                return
+            self._stopped = True
+        for node in self.nodes:
+            if node.alive() and node.sock is not None:
+                try:
+                    node.sock.sendall(b"poweroff\n")
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 3.0
+        for node in self.nodes:
+            if node.proc is None:
+                continue
+            try:
+                node.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.proc.terminate()
+        for node in self.nodes:
+            if node.proc is None:
+                continue
+            try:
+                node.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                node.proc.kill()
+                node.proc.wait()
+            node.close_channel()
+        _live.discard(self)
+        if self.keep:
+            if not quiet or self.verbose:
+                self._say("kept run directory %s" % self.run_dir)
+        else:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        if not quiet:
+            self._say("stopped")
+
+    def kill_node(self, i):
+        """SIGKILL node i's QEMU (its links drop; the peers see the link go down)."""
+        node = self._node(i)
+        if node.proc is not None and node.alive():
+            node.proc.kill()
+            node.proc.wait()
+        node.close_channel()
+
+    def restart_node(self, i, timeout=None):
+        """Kill node i if it runs, boot it again, wait for PEACH2-READY.
+        Call it from a long-lived thread (e.g. the main one): QEMU gets SIGKILL when the
+        thread that started it exits (PR_SET_PDEATHSIG)."""
+        self.kill_node(i)
+        node = self._node(i)
+        deadline = time.monotonic() + (timeout or self.boot_timeout)
+        node.launch()
+        node.connect(deadline)
+        self._wait_ready([node], deadline)
+        return node.boot_time
+
+    # -- commands ------------------------------------------------------------
+    def run(self, node, cmd, timeout=60):
+        """Run one shell command line on a node: (rc, output with stdout+stderr)."""
+        if "\n" in cmd or "\r" in cmd:
+            raise ValueError("a command is one line (use ';' or sh -c)")
+        if cmd.strip() == "poweroff" or cmd.strip().startswith("poweroff "):
+            raise ValueError("use stop() or kill_node() to power a node off")
+        nd = self._node(node)
+        with nd.lock:
+            deadline = time.monotonic() + timeout
+            while nd.pending:  # output of an earlier command that timed out
+                try:
+                    nd.wait_for(RC_RE, deadline, "the end of an earlier timed-out command")
+                except CommandTimeout as e:
+                    raise CommandTimeout("node%d: still busy with an earlier timed-out command"
+                                         % node, e.output)
+                nd.pending -= 1
+            nd.send(cmd)
+            try:
+                m, out = nd.wait_for(RC_RE, deadline, "the end of %r" % cmd)
+            except CommandTimeout as e:
+                nd.pending += 1
+                raise CommandTimeout("node%d: %r did not finish in %s s; output so far:\n%s"
+                                     % (node, cmd, timeout, e.output), e.output)
+            return int(m.group(1)), out.decode("utf-8", "replace")
+
+    def check(self, node, cmd, timeout=60):
+        """run() that raises ClusterError unless rc == 0; returns the output."""
+        rc, out = self.run(node, cmd, timeout)
+        if rc != 0:
+            raise ClusterError("node%d: %r exited %d:\n%s" % (node, cmd, rc, out))
+        return out
+
+    def run_all(self, cmd, timeout=60, nodes=None):
+        """Run cmd on every node (or the given ones) concurrently.
+
+        cmd: a string ("{node}" is replaced by the node id) or a function node -> str.
+        Returns a list of (rc, output) indexed like `nodes` (default: 0..N-1).
+        Raises the first error after all threads finished."""
+        nodes = list(range(self.n)) if nodes is None else list(nodes)
+        results = [None] * len(nodes)
+        errors = [None] * len(nodes)
+
+        def one(k, i):
+            c = cmd(i) if callable(cmd) else cmd.replace("{node}", str(i))
+            try:
+                results[k] = self.run(i, c, timeout)
+            except BaseException as e:  # re-raised below
+                errors[k] = e
+
+        threads = [threading.Thread(target=one, args=(k, i), daemon=True)
+                   for k, i in enumerate(nodes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for e in errors:
+            if e is not None:
+                raise e
+        return results
+
+    # -- logs --------------------------------------------------------------------
+    def console_log(self, node):
+        """The kernel console (ttyS0) of a node, all boots concatenated."""
+        parts = []
+        for k, path in enumerate(self._node(node).consoles):
+            try:
+                with open(path, "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+            except OSError:
+                text = ""
+            if k:
+                parts.append("\n===== node%d restart %d =====\n" % (node, k))
+            parts.append(text)
+        return "".join(parts)
+
+    def kernel_problems(self, node, text=None):
+        """Lines of a node's console log (or of `text`) that show a kernel problem."""
+        if text is None:
+            text = self.console_log(node)
+        return [l for l in text.splitlines() if any(p in l for p in BAD_KERNEL_PATTERNS)]
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+def _parse_props(items):
+    props = {}
+    for it in items or []:
+        k, sep, v = it.partition("=")
+        if not sep:
+            raise SystemExit("--device-prop wants KEY=VALUE, got %r" % it)
+        props[k] = v
+    return props
+
+
+def _print_result(i, rc, out):
+    for line in out.splitlines():
+        print("[node%d] %s" % (i, line))
+    if rc != 0:
+        print("[node%d] (rc=%d)" % (i, rc))
+    sys.stdout.flush()
+
+
+def _interactive(c):
+    try:
+        import readline  # noqa: F401  (line editing and history for input())
+    except ImportError:
+        pass
+    cur = 0
+    print("cluster of %d node(s); run dir %s" % (c.n, c.run_dir))
+    print("commands run on the current node; ':node <i>' switches, ':all <cmd>' runs on "
+          "every node, ':console [<i>]' shows the console tail, ':quit' (or EOF) stops.")
+    while True:
+        try:
+            line = input("node%d> " % cur)
+        except EOFError:
+            print()
+            return 0
+        except KeyboardInterrupt:
+            print()
+            continue
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            if line in (":q", ":quit", ":exit"):
+                return 0
+            if line.startswith(":node"):
+                arg = line[5:].strip()
+                if arg.isdigit() and int(arg) < c.n:
+                    cur = int(arg)
+                else:
+                    print("usage: :node <0..%d>" % (c.n - 1))
+                continue
+            if line.startswith(":all "):
+                for i, (rc, out) in enumerate(c.run_all(line[5:])):
+                    _print_result(i, rc, out)
+                continue
+            if line.startswith(":console"):
+                arg = line[8:].strip()
+                i = int(arg) if arg.isdigit() else cur
+                print("\n".join(c.console_log(i).splitlines()[-40:]))
+                continue
+            if line.startswith(":"):
+                print("unknown command %r" % line)
+                continue
+            rc, out = c.run(cur, line, timeout=3600)
+            sys.stdout.write(out)
+            if out and not out.endswith("\n"):
+                sys.stdout.write("\n")
+            if rc != 0:
+                print("(rc=%d)" % rc)
+        except KeyboardInterrupt:
+            print("\ninterrupted; the command keeps running in the guest")
+        except ClusterError as e:
+            print("error: %s" % e)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Boot N PEACH2 nodes under QEMU and run a command on each.",
+        epilog="example: %(prog)s --nodes 2 -- 'cat /sys/class/peach2/peach2-0/link_e'")
+    ap.add_argument("--nodes", "-n", type=int, default=2, help="number of nodes (default 2)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the run directory (console logs, QEMU stderr) after teardown")
+    ap.add_argument("--interactive", "-i", action="store_true", help="prompt for commands")
+    ap.add_argument("--timeout", type=float, default=600, help="per-command timeout (s)")
+    ap.add_argument("--boot-timeout", type=float, default=120, help="boot timeout (s)")
+    ap.add_argument("--qemu", help="QEMU binary (default $PEACH2_QEMU or the cache symlink)")
+    ap.add_argument("--kernel", help="guest kernel (default $PEACH2_KERNEL or the cache)")
+    ap.add_argument("--initrd", help="initramfs (default $PEACH2_INITRD or build/guest/)")
+    ap.add_argument("--mem", type=int, default=256, help="guest RAM in MiB (default 256)")
+    ap.add_argument("--append", default="", help="extra kernel command line")
+    ap.add_argument("--device-prop", action="append", metavar="KEY=VALUE",
+                    help="extra property of -device peach2 (repeatable)")
+    ap.add_argument("--qemu-arg", action="append", metavar="ARG",
+                    help="extra QEMU argument (repeatable; e.g. --qemu-arg=-trace)")
+    ap.add_argument("--no-device", action="store_true", help="boot without the peach2 card")
+    ap.add_argument("--print-cmdline", action="store_true",
+                    help="print each node's QEMU command line and exit")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- command to run on every node "
+                    "({node} is replaced by the node id)")
+    a = ap.parse_args(argv)
+    cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+    cmd = " ".join(cmd)
+    if a.nodes < 1:
+        ap.error("--nodes must be >= 1")
+    if not cmd and not a.interactive and not a.print_cmdline:
+        ap.error("give a command after --, or --interactive")
+    c = Cluster(a.nodes, qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
+                boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
+                device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],
+                with_device=not a.no_device, keep=a.keep)
+    if a.print_cmdline:
+        c.run_dir = "<run>"
+        for i in range(a.nodes):
+            print(" ".join(shlex.quote(x) for x in c.argv(i)))
+        return 0
+    rc = 0
+    try:
+        with c:
+            if a.interactive:
+                rc = _interactive(c)
+            else:
+                for i, (r, out) in enumerate(c.run_all(cmd, timeout=a.timeout)):
+                    _print_result(i, r, out)
+                    if r != 0:
+                        rc = 1
+            for i in range(a.nodes):
+                for line in c.kernel_problems(i):
+                    print("[node%d] kernel problem on the console: %s" % (i, line),
+                          file=sys.stderr)
+                    rc = 1
+    except ClusterError as e:
+        print("cluster.py: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

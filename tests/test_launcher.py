@@ -1,0 +1,317 @@
+"""Host-only tests of scripts/cluster.py: cabling plan, QEMU command lines, and the
+launcher's lifecycle against a fake QEMU (tests/fake_qemu.py). No VM is booted."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from peach2_testlib import TESTS, cluster_mod as cm
+
+FAKE_QEMU = os.path.join(TESTS, "fake_qemu.py")
+RUN = "/tmp/peach2-unit"  # never created: the plan is pure
+
+
+def parse_chardevs(argv):
+    """{id: {opt: value, '_backend': kind}} of every -chardev in argv."""
+    out = {}
+    for k, a in enumerate(argv):
+        if a == "-chardev":
+            parts = argv[k + 1].split(",")
+            opts = {"_backend": parts[0]}
+            for p in parts[1:]:
+                key, _, v = p.partition("=")
+                opts[key] = v
+            assert opts["id"] not in out, "duplicate chardev id %s" % opts["id"]
+            out[opts["id"]] = opts
+    return out
+
+
+def parse_device(argv):
+    devs = [argv[k + 1] for k, a in enumerate(argv) if a == "-device"]
+    assert len(devs) == 1, devs
+    name, *props = devs[0].split(",")
+    assert name == "peach2"
+    return dict(p.split("=", 1) for p in props)
+
+
+def plan(n):
+    return [cm.qemu_argv(i, n, RUN, "qemu", "vmlinuz", "initrd") for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_cabling_topology(n):
+    cables = cm.cabling(n)
+    if n == 2:
+        assert cables == [((0, "E"), (1, "W"))]
+    else:
+        assert len(cables) == n
+        assert sorted(cables) == sorted(((i, "E"), ((i + 1) % n, "W")) for i in range(n))
+    ends = [e for c in cables for e in c]
+    assert len(ends) == len(set(ends)), "a port has two cables"
+
+
+def test_cabling_one_node():
+    assert cm.cabling(1) == []
+    with pytest.raises(ValueError):
+        cm.cabling(0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_link_chardevs(n):
+    argvs = plan(n)
+    servers, clients = {}, {}
+    for i, argv in enumerate(argvs):
+        chardevs = parse_chardevs(argv)
+        dev = parse_device(argv)
+        assert dev["node-id"] == str(i)
+        assert dev["nodes"] == str(n)
+        for key in [k for k in dev if k.startswith("port-")]:
+            cid = dev[key]
+            assert cid in chardevs, "node%d %s=%s has no chardev" % (i, key, cid)
+            ch = chardevs[cid]
+            assert ch["_backend"] == "socket"
+            path = ch["path"]
+            assert os.path.dirname(path) == RUN, "socket outside the run dir: %s" % path
+            assert path.endswith(".sock")
+            port = key[len("port-"):].upper()
+            if ch.get("server") == "on":
+                assert ch.get("wait") == "off"
+                assert "reconnect" not in ch
+                servers.setdefault(path, []).append((i, port))
+            else:
+                assert ch.get("reconnect") == "1"
+                assert "server" not in ch
+                clients.setdefault(path, []).append((i, port))
+        # every link chardev is used by the device
+        link_ids = {cid for cid, ch in chardevs.items() if cid not in ("con", "cmd")}
+        assert link_ids == {dev[k] for k in dev if k.startswith("port-")}
+    cables = cm.cabling(n)
+    assert len(servers) == len(cables) and set(servers) == set(clients)
+    for path in servers:
+        assert len(servers[path]) == 1 and len(clients[path]) == 1, path
+        (a, pa), (b, pb) = servers[path][0], clients[path][0]
+        assert ((a, pa), (b, pb)) in cables
+    if n == 2:
+        assert "port-w" not in parse_device(argvs[0])
+        assert "port-e" not in parse_device(argvs[1])
+    else:
+        for argv in argvs:
+            dev = parse_device(argv)
+            assert "port-e" in dev and "port-w" in dev and "port-s" not in dev
+
+
+def test_qemu_argv_basics():
+    argv = cm.qemu_argv(1, 2, RUN, "/q", "/k", "/i", extra_args=["-trace", "peach2*"],
+                        device_props={"foo": "bar"})
+    s = " ".join(argv)
+    for frag in ["-machine q35", "-accel tcg", "-m 256", "-smp 1", "-display none",
+                 "-vga none", "-monitor none", "-nodefaults", "-no-reboot", "-nic none",
+                 "-kernel /k", "-initrd /i", "-global q35-pcihost.pci-hole64-size=64G",
+                 "-L /usr/share/seabios", "-L /usr/lib/ipxe/qemu", "-L /usr/share/qemu"]:
+        assert frag in s, frag
+    assert argv[0] == "/q"
+    append = argv[argv.index("-append") + 1]
+    assert append == "console=ttyS0 loglevel=4 panic=-1 peach2.node=1"
+    assert argv[-2:] == ["-trace", "peach2*"]
+    assert parse_device(argv)["foo"] == "bar"
+    # serial 0 = console file, serial 1 = command socket
+    serials = [argv[k + 1] for k, a in enumerate(argv) if a == "-serial"]
+    assert serials == ["chardev:con", "chardev:cmd"]
+    ch = parse_chardevs(argv)
+    assert ch["con"]["_backend"] == "file" and ch["con"]["path"].startswith(RUN + "/")
+    assert ch["cmd"]["server"] == "on" and ch["cmd"]["wait"] == "off"
+    assert ch["cmd"]["path"].startswith(RUN + "/")
+
+
+def test_no_device():
+    argv = cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", with_device=False)
+    assert "-device" not in argv
+    assert set(parse_chardevs(argv)) == {"con", "cmd"}
+
+
+def test_bad_paths_rejected():
+    with pytest.raises(cm.ClusterError):
+        cm.qemu_argv(0, 2, "/tmp/a,b", "/q", "/k", "/i")
+    with pytest.raises(cm.ClusterError):
+        cm.qemu_argv(0, 2, "/tmp/" + "x" * 120, "/q", "/k", "/i")
+
+
+def test_defaults_follow_lib_sh(monkeypatch):
+    monkeypatch.setenv("PEACH2_CACHE", "/c")
+    for v in ("PEACH2_QEMU", "PEACH2_KERNEL", "PEACH2_INITRD", "PEACH2_GUEST_KVER",
+              "PEACH2_QEMU_VERSION", "PEACH2_BUILD"):
+        monkeypatch.delenv(v, raising=False)
+    assert cm.default_qemu() == "/c/qemu-7.2/bin/qemu-system-x86_64"
+    assert cm.default_kernel() == "/c/guest/vmlinuz-6.1.0-56-amd64"
+    monkeypatch.setenv("PEACH2_BUILD", "/nonexistent-build")
+    assert cm.default_initrd() == "/nonexistent-build/guest/initramfs.cpio.gz"
+    monkeypatch.setenv("PEACH2_QEMU", "/x/qemu")
+    assert cm.default_qemu() == "/x/qemu"
+
+
+def test_initrd_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("PEACH2_INITRD", raising=False)
+    monkeypatch.setenv("PEACH2_BUILD", str(tmp_path))
+    (tmp_path / "guest").mkdir()
+    assert cm.default_initrd() == str(tmp_path / "guest" / "initramfs.cpio.gz")
+    (tmp_path / "guest" / "initramfs.cpio").write_text("cpio")
+    assert cm.default_initrd() == str(tmp_path / "guest" / "initramfs.cpio")
+    monkeypatch.setenv("PEACH2_INITRD", "/i")
+    assert cm.default_initrd() == "/i"
+
+
+def test_kernel_prefers_pvh_vmlinux(monkeypatch, tmp_path):
+    monkeypatch.setenv("PEACH2_CACHE", str(tmp_path))
+    monkeypatch.delenv("PEACH2_KERNEL", raising=False)
+    monkeypatch.setenv("PEACH2_GUEST_KVER", "9.9-test")
+    (tmp_path / "guest").mkdir()
+    assert cm.default_kernel() == str(tmp_path / "guest" / "vmlinuz-9.9-test")
+    (tmp_path / "guest" / "vmlinux-9.9-test").write_text("elf")
+    assert cm.default_kernel() == str(tmp_path / "guest" / "vmlinux-9.9-test")
+    monkeypatch.setenv("PEACH2_KERNEL", "/k")
+    assert cm.default_kernel() == "/k"
+
+
+# ---- lifecycle against the fake QEMU --------------------------------------------
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    k = tmp_path / "vmlinuz"
+    i = tmp_path / "initrd"
+    k.write_text("k")
+    i.write_text("i")
+    parent = tmp_path / "runs"
+    parent.mkdir()
+
+    def make(n, **kw):
+        return cm.Cluster(n, qemu=FAKE_QEMU, kernel=str(k), initrd=str(i),
+                          run_parent=str(parent), verbose=False, **kw)
+    make.parent = parent
+    return make
+
+
+def _fake_procs():
+    r = subprocess.run(["pgrep", "-f", FAKE_QEMU], stdout=subprocess.PIPE, text=True)
+    return r.stdout.split()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_lifecycle(fake, n):
+    c = fake(n)
+    with c:
+        run_dir = c.run_dir
+        assert os.path.isdir(run_dir)
+        assert sorted(c.boot_times) == list(range(n))
+        assert all(nd.ready_id == str(nd.index) for nd in c.nodes)
+        assert c.nodes[0].banner == "fake banner line\n"
+        assert c.run(0, "echo hello") == (0, "hello\n")
+        assert c.run(1, "printf abc") == (0, "abc")          # no trailing newline kept exact
+        assert c.run(1, "echo err >&2; exit 3") == (3, "err\n")
+        assert c.run(0, "printf 'x\\n\\n'") == (0, "x\n\n")
+        res = c.run_all("echo node={node}")
+        assert res == [(0, "node=%d\n" % i) for i in range(n)]
+        assert "fake kernel console of node 1" in c.console_log(1)
+        assert c.kernel_problems(1) == []
+    assert not os.path.exists(run_dir)
+    assert _fake_procs() == []
+
+
+def test_command_timeout_then_recovers(fake):
+    with fake(2) as c:
+        with pytest.raises(cm.CommandTimeout) as ei:
+            c.run(0, "echo started; sleep 1.5; echo done", timeout=0.5)
+        assert "started" in ei.value.output
+        # the next command first drains the late output of the timed-out one
+        assert c.run(0, "echo next", timeout=10) == (0, "next\n")
+
+
+def test_restart_node(fake):
+    with fake(2) as c:
+        c.kill_node(1)
+        with pytest.raises(cm.ClusterError):
+            c.run(1, "true", timeout=5)
+        t = c.restart_node(1)
+        assert t > 0
+        assert c.run(1, "echo back") == (0, "back\n")
+        assert "restart 1" in c.console_log(1)
+
+
+def test_early_exit_reports_stderr(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_QEMU_MODE", "die")
+    c = fake(2)
+    with pytest.raises(cm.ClusterError) as ei:
+        c.start()
+    assert "simulated startup failure" in str(ei.value)
+    assert os.listdir(fake.parent) == []
+    assert _fake_procs() == []
+
+
+def test_boot_timeout(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_QEMU_MODE", "silent")
+    c = fake(2, boot_timeout=1.5)
+    with pytest.raises(cm.ClusterError) as ei:
+        c.start()
+    assert "no PEACH2-READY" in str(ei.value)
+    assert os.listdir(fake.parent) == []
+    assert _fake_procs() == []
+
+
+def test_kernel_problem_detection(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_QEMU_CONSOLE", "BUG: kernel NULL pointer dereference")
+    with fake(2) as c:
+        assert c.kernel_problems(0) == ["BUG: kernel NULL pointer dereference"]
+
+
+def test_cli_runs_command(tmp_path):
+    k = tmp_path / "k"
+    i = tmp_path / "i"
+    k.write_text("k")
+    i.write_text("i")
+    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+               XDG_RUNTIME_DIR=str(tmp_path))
+    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    r = subprocess.run([sys.executable, script, "--nodes", "3", "--", "echo", "hi", "{node}"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[node0] hi 0", "[node1] hi 1", "[node2] hi 2"]
+    r = subprocess.run([sys.executable, script, "--nodes", "2", "--", "exit {node}"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 1
+    assert "[node1] (rc=1)" in r.stdout
+    assert sorted(os.listdir(tmp_path)) == ["i", "k"]  # no run dir left behind
+
+
+@pytest.mark.parametrize("sig", ["TERM", "HUP", "INT"])
+def test_cli_signal_cleans_up(tmp_path, sig):
+    import signal
+    import time
+    k = tmp_path / "k"
+    i = tmp_path / "i"
+    k.write_text("k")
+    i.write_text("i")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+               XDG_RUNTIME_DIR=str(runs))
+    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    p = subprocess.Popen([sys.executable, script, "--nodes", "2", "--", "sleep 30"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    # wait until both fake nodes run the command
+    while time.monotonic() < deadline:
+        r = subprocess.run(["pgrep", "-f", "sleep 30"], stdout=subprocess.PIPE, text=True)
+        if len(r.stdout.split()) >= 2:
+            break
+        time.sleep(0.1)
+    else:
+        p.kill()
+        pytest.fail("fake nodes never started the command")
+    p.send_signal(getattr(signal, "SIG" + sig))
+    out, err = p.communicate(timeout=20)
+    assert p.returncode != 0
+    assert os.listdir(runs) == [], "run dir left behind"
+    assert _fake_procs() == [], "fake QEMU left running"

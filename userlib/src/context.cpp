@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+#include "context.hpp"
+
+#include "handle.hpp"
+#include "range.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace tca {
+namespace {
+
+// The library relies on the driver's geometry matching the hardware
+// contract (addresses it builds from peach2_hw.h must be inside the mapped
+// window), so it refuses to run on anything else.
+int check_info(const peach2_info &i) noexcept
+{
+	if (i.abi_version != PEACH2_ABI_VERSION)
+		return TCA_EABI;
+	if (i.node_count == 0 || i.node_count > PEACH2_MAX_NODES || i.node_id >= i.node_count)
+		return TCA_EDEVICE;
+	if (i.slice_size != PEACH2_SLICE_SIZE || i.window_size > PEACH2_WINDOW_SIZE ||
+	    i.window_size < static_cast<std::uint64_t>(i.node_count) * i.slice_size)
+		return TCA_EDEVICE;
+	return 0;
+}
+
+// Converts the driver's chunk list into handle pieces covering exactly the
+// first `size` bytes, checking that the pieces are contiguous in the buffer.
+int pieces_from(const std::vector<peach2_chunk> &raw, std::size_t size,
+		std::vector<tcaChunk> *out)
+{
+	std::uint64_t pos = 0;
+	for (const peach2_chunk &c : raw) {
+		if (pos == size)
+			break;
+		if (c.offset != pos || c.len == 0)
+			return TCA_EDEVICE;
+		const std::uint64_t len = c.len < size - pos ? c.len : size - pos;
+		out->push_back(tcaChunk{c.global_addr, len});
+		pos += len;
+	}
+	return pos == size ? 0 : TCA_EDEVICE;
+}
+
+} // namespace
+
+int DriverBuffer::release() noexcept
+{
+	map.reset(); // unmap first: the driver may refuse to free a mapped buffer
+	if (handle_ == 0)
+		return 0;
+	peach2_free f{};
+	f.handle = handle_;
+	handle_ = 0;
+	return ::ioctl(fd_, PEACH2_IOC_FREE, &f) < 0 ? -errno : 0;
+}
+
+int Context::open(const char *path, std::unique_ptr<Context> *out)
+{
+	std::unique_ptr<Context> c(new Context());
+	const int fd = ::open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	c->fd_ = UniqueFd(fd);
+	if (::ioctl(fd, PEACH2_IOC_INFO, &c->info_) < 0)
+		return -errno;
+	if (int rc = check_info(c->info_))
+		return rc;
+	// The window is write-only (the driver refuses PROT_READ: a load would
+	// be an error on the card), the mailbox read-only (peers own its slots).
+	if (int rc = Mapping::map(c->info_.window_size, PROT_WRITE, fd, 0, &c->window_))
+		return rc;
+	if (int rc = Mapping::map(PEACH2_MAILBOX_SIZE, PROT_READ, fd,
+				  static_cast<off_t>(PEACH2_MMAP_CARDMEM), &c->mailbox_))
+		return rc;
+	*out = std::move(c);
+	return 0;
+}
+
+int Context::alloc(std::size_t size, void **ptr)
+{
+	if (size == 0 || size > info_.max_alloc)
+		return -EINVAL;
+	peach2_alloc a{};
+	a.size = size;
+	if (::ioctl(fd_.get(), PEACH2_IOC_ALLOC, &a) < 0)
+		return -errno;
+	auto buf = std::make_unique<DriverBuffer>(fd_.get(), a.handle); // frees on error
+	buf->size = size;
+	// The driver answers with the page-rounded size: that is what we map.
+	const std::uint64_t mapped = a.size;
+	if (a.nr_chunks == 0 || mapped < size)
+		return TCA_EDEVICE;
+
+	std::vector<peach2_chunk> raw(a.nr_chunks);
+	peach2_chunks q{};
+	q.handle = a.handle;
+	q.count = a.nr_chunks;
+	q.chunks = reinterpret_cast<std::uintptr_t>(raw.data());
+	if (::ioctl(fd_.get(), PEACH2_IOC_CHUNKS, &q) < 0)
+		return -errno;
+	if (q.nr_chunks != a.nr_chunks || raw[0].global_addr != a.global_addr)
+		return TCA_EDEVICE;
+	if (int rc = pieces_from(raw, size, &buf->pieces))
+		return rc;
+	// Refuse pieces a handle could not describe (wrong node, outside host
+	// memory) now rather than at the first tcaGetHandle.
+	tcaHandle probe;
+	if (make_handle(info_.node_id, buf->pieces, 0, 0, &probe) == TCA_EBADHANDLE)
+		return TCA_EDEVICE;
+
+	if (int rc = Mapping::map(mapped, PROT_READ | PROT_WRITE, fd_.get(),
+				  static_cast<off_t>(a.mmap_offset), &buf->map))
+		return rc;
+	std::memset(buf->map.get(), 0, mapped);
+	void *p = buf->map.get();
+	buffers_.emplace(reinterpret_cast<std::uintptr_t>(p), std::move(buf));
+	*ptr = p;
+	return 0;
+}
+
+int Context::free(void *ptr)
+{
+	const auto it = buffers_.find(reinterpret_cast<std::uintptr_t>(ptr));
+	if (it == buffers_.end())
+		return TCA_ENOTBUF;
+	const int rc = it->second->release();
+	buffers_.erase(it);
+	return rc;
+}
+
+int Context::handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept
+{
+	const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+	auto it = buffers_.upper_bound(addr);
+	if (it == buffers_.begin())
+		return TCA_ENOTBUF;
+	--it;
+	const std::uintptr_t offset = addr - it->first;
+	if (offset >= it->second->size)
+		return TCA_ENOTBUF;
+	return make_handle(info_.node_id, it->second->pieces, offset, size, out);
+}
+
+} // namespace tca

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// tcaErrorString: text for TCA_E* codes and for -errno values.
+#include <tca/tca.h>
+
+#include <cstring>
+
+extern "C" const char *tcaErrorString(int code)
+{
+	switch (code) {
+	case TCA_SUCCESS: return "success";
+	case TCA_EBADHANDLE: return "invalid tcaHandle (bad magic, version, check value or fields)";
+	case TCA_ERANGE: return "offset or length outside the buffer";
+	case TCA_ENOTBUF: return "pointer is not inside a tcaMalloc buffer";
+	case TCA_ETOOMANYCHUNKS:
+		return "range spans more physically contiguous chunks than a tcaHandle holds";
+	case TCA_ENODE: return "node id not in the sub-cluster (or the peer is this node)";
+	case TCA_EABI: return "PEACH2 driver speaks another ABI version";
+	case TCA_EDEVICE: return "PEACH2 driver reported an impossible geometry";
+	default: break;
+	}
+	if (code < 0 && code > -4096) {
+		// strerrordesc_np returns static text and, unlike strerror, is
+		// thread-safe and locale-independent.
+		if (const char *s = strerrordesc_np(-code))
+			return s;
+	}
+	return "unknown error";
+}

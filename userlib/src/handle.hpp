@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// tcaHandle construction, validation and address translation. Pure
+// functions of their arguments (no device), so they are unit-tested directly
+// and also work on handles received from other nodes.
+#pragma once
+
+#include <tca/tca.h>
+
+#include <cstdint>
+#include <span>
+
+namespace tca {
+
+static_assert(sizeof(tcaChunk) == 16);
+static_assert(sizeof(tcaHandle) == 256, "tcaHandle is part of the wire format");
+
+// The check value a well-formed handle carries (hash of every other byte).
+std::uint32_t handle_check(const tcaHandle &h) noexcept;
+
+// 0 or TCA_EBADHANDLE: magic, version, check, node, chunk geometry (each
+// piece non-empty, on `node`, inside its host-memory region; lengths add up
+// to size; unused entries and reserved fields zero).
+int validate_handle(const tcaHandle &h) noexcept;
+
+// Describes [offset, offset + size) of a buffer of node `node` whose pieces,
+// in buffer order, are `pieces`. size == 0 means "to the end". TCA_ERANGE,
+// TCA_ETOOMANYCHUNKS, or TCA_EBADHANDLE when the pieces themselves are bad.
+int make_handle(std::uint32_t node, std::span<const tcaChunk> pieces,
+		std::uint64_t offset, std::uint64_t size, tcaHandle *out) noexcept;
+
+// Global address of byte `offset` (requires a valid handle, offset < size).
+int handle_address(const tcaHandle &h, std::uint64_t offset,
+		   std::uint64_t *global_addr) noexcept;
+
+// Splits [offset, offset + len) of a valid handle into its physically
+// contiguous pieces and calls fn(global_addr, position_in_range, piece_len)
+// for each, in order. The caller has checked the range.
+template <class Fn>
+void for_each_piece(const tcaHandle &h, std::uint64_t offset, std::uint64_t len, Fn &&fn)
+{
+	std::uint64_t done = 0;
+	for (unsigned i = 0; i < h.nr_chunks && done < len; ++i) {
+		const tcaChunk &c = h.chunks[i];
+		if (offset >= c.len) {
+			offset -= c.len;
+			continue;
+		}
+		std::uint64_t n = c.len - offset;
+		if (n > len - done)
+			n = len - done;
+		fn(c.global_addr + offset, done, n);
+		done += n;
+		offset = 0;
+	}
+}
+
+} // namespace tca

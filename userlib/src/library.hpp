@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The library's only global state: one lazily opened Context, a mutex that
+// serialises everything that changes it, and an atomic pointer for the PIO
+// path, which must not take a lock.
+#pragma once
+
+#include "context.hpp"
+
+#include <mutex>
+
+namespace tca {
+
+// Opens the device if needed (TCA_DEVICE or /dev/peach2-0). Caller holds
+// the lock. 0 and *out set, or a negative code.
+int context_locked(Context **out);
+
+std::mutex &library_mutex();
+
+// Runs fn(Context &) under the lock, opening the device first if needed.
+template <class Fn>
+int with_context(Fn &&fn)
+{
+	std::lock_guard<std::mutex> lock(library_mutex());
+	Context *c = nullptr;
+	if (int rc = context_locked(&c))
+		return rc;
+	return fn(*c);
+}
+
+// Lock-free: the open context for PIO, opening it (under the lock) the
+// first time. The pointer stays valid until tcaFinalize().
+int context_fast(Context **out);
+
+// The open context or nullptr; never opens. For callers holding the lock.
+Context *context_if_open();
+
+// Closes the device and forgets the context.
+void close_context();
+
+} // namespace tca

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* tca.h compiles as strict C and the shared library links and runs from C. */
+#include <tca/tca.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(tcaHandle) == 256, "tcaHandle is 256 bytes");
+
+int main(void)
+{
+	tcaHandle h;
+	memset(&h, 0, sizeof h);
+	setenv("TCA_DEVICE", "/nonexistent/peach2-c-test", 1);
+	if (tcaInit() != -ENOENT) {
+		fprintf(stderr, "tcaInit did not report ENOENT\n");
+		return 1;
+	}
+	if (tcaHandleValidate(&h) != TCA_EBADHANDLE) {
+		fprintf(stderr, "zero handle accepted\n");
+		return 1;
+	}
+	printf("c_api_check: %s / %s\n", tcaErrorString(TCA_ERANGE), tcaErrorString(-ENOENT));
+	tcaFinalize();
+	return 0;
+}
