@@ -63,5 +63,6 @@ int cmd_recv(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_bad_node(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_raw(int argc, char **argv);
 
 } // namespace piocheck

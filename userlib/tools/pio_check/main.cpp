@@ -14,6 +14,7 @@ void usage(const char *prog)
 		"usage: %s recv --peer NODE [--size BYTES] [--guard BYTES]\n"
 		"       %s send --peer NODE [--offsets LIST] [--sizes LIST]\n"
 		"       %s bad-node [--node N] [--offset OFF] [--sysfs DIR]\n"
+		"       %s raw --node N --offset OFF\n"
 		"       %s info\n"
 		"recv/send run as a pair on two nodes. recv owns a --size byte buffer (default\n"
 		"16384) between two canary-filled guards (default 4096 bytes each); send writes\n"
@@ -23,8 +24,9 @@ void usage(const char *prog)
 		"Both also take --timeout-ms (per write, default 10000) and\n"
 		"--exchange-timeout-ms (waiting for the peer to start, default 60000).\n"
 		"bad-node stores to node N (default: node_count; must be < 16) and\n"
-		"checks that the card counted PEACH2_ERR_NO_SUCH_NODE (sysfs err_count/err_last).\n",
-		prog, prog, prog, prog);
+		"checks that the card counted PEACH2_ERR_NO_SUCH_NODE (sysfs err_count/err_last).\n"
+		"raw does one 8-byte store to any window address and checks nothing.\n",
+		prog, prog, prog, prog, prog);
 }
 
 } // namespace
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
 		return piocheck::cmd_send(argc - 1, argv + 1);
 	if (!std::strcmp(cmd, "bad-node"))
 		return piocheck::cmd_bad_node(argc - 1, argv + 1);
+	if (!std::strcmp(cmd, "raw"))
+		return piocheck::cmd_raw(argc - 1, argv + 1);
 	if (!std::strcmp(cmd, "info"))
 		return piocheck::cmd_info(argc - 1, argv + 1);
 	std::fprintf(stderr, "%s: unknown subcommand '%s' (try --help)\n", argv[0], cmd);
