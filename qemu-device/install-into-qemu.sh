@@ -22,6 +22,9 @@ for f in "$here"/core/src/*.cc "$here"/core/src/*.h; do
   put "$f" "$misc/peach2/$(basename "$f")"
 done
 put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
+# The firmware image parser: the card validates images with it.
+put "$top/firmware/lib/fw_image.cc" "$misc/peach2/fw_image.cc"
+put "$top/firmware/lib/fw_image.h" "$misc/peach2/fw_image.h"
 put "$top/include/peach2/peach2_hw.h" "$misc/peach2/include/peach2/peach2_hw.h"
 
 # Patches to QEMU itself (qemu-device/patches/*.patch), each applied once.

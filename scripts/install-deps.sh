@@ -15,7 +15,7 @@ PKGS=(
   # guest: kernel headers for the module, busybox, pciutils for lspci in the guest
   "linux-headers-${KVER}" busybox-static pciutils cpio
   # host tests
-  cmake googletest libgtest-dev python3-pytest
+  cmake googletest libgtest-dev python3-pytest zlib1g-dev
   # static checkers for driver/
   sparse
 )

@@ -200,11 +200,92 @@ struct peach2_desc {
 #define PEACH2_DESC_STRIDE_DST (1u << 4) /* gap applies to the destination */
 #define PEACH2_DESC_FLAGS_ALL  0x1fu
 
+/* ---- Routing ------------------------------------------------------------
+ * Per port (N, E, W, S) PEACH2_ROUTE_ENTRIES entries of address mask and
+ * base/limit: a packet whose (address & mask) lies in [base, limit] of a
+ * valid entry leaves by that port; N entries are checked first (N means
+ * "this node": the node's base is subtracted and the write is delivered
+ * here), then E, W, S. With ROUTE_CTRL.ENABLE clear (reset) the card routes
+ * to direct neighbours only (by the node ids their HELLOs gave).
+ */
+#define PEACH2_ROUTE_ENTRIES   2u
+#define PEACH2_REG_ROUTE_CTRL  0x5f0 /* RW: bit 0 enable the table */
+#define   PEACH2_ROUTE_ENABLE   (1u << 0)
+#define PEACH2_REG_ROUTE(port, e, r) (0x600 + 0x40 * (port) + 0x20 * (e) + (r))
+#define PEACH2_ROUTE_MASK_LO   0x00
+#define PEACH2_ROUTE_MASK_HI   0x04
+#define PEACH2_ROUTE_BASE_LO   0x08
+#define PEACH2_ROUTE_BASE_HI   0x0c
+#define PEACH2_ROUTE_LIMIT_LO  0x10
+#define PEACH2_ROUTE_LIMIT_HI  0x14
+#define PEACH2_ROUTE_FLAGS     0x18 /* bit 0 valid */
+#define   PEACH2_ROUTE_VALID    (1u << 0)
+
+/* ---- Firmware image -------------------------------------------------------
+ * The management processor's routing tables, as one image for the whole
+ * sub-cluster. The driver places it in host memory and writes FW_ADDR,
+ * FW_LEN and FW_CMD=LOAD; the card reads it (DMA), validates it and applies
+ * the entries for its own node (route table + ROUTE_CTRL.ENABLE). An image
+ * that fails validation is refused with FW_STATUS = the reason, the card's
+ * links are held down and nothing else changes until a good image arrives.
+ */
+#define PEACH2_REG_FW_ADDR_LO  0x580 /* RW: bus address of the image */
+#define PEACH2_REG_FW_ADDR_HI  0x584
+#define PEACH2_REG_FW_LEN      0x588 /* RW: bytes */
+#define PEACH2_REG_FW_CMD      0x58c /* WO: 1 = load */
+#define   PEACH2_FW_CMD_LOAD    1u
+#define PEACH2_REG_FW_STATUS   0x590 /* RO: enum peach2_fw_status */
+#define PEACH2_REG_FW_VERSION  0x594 /* RO: image_version of the applied image */
+#define PEACH2_REG_FW_ENTRIES  0x598 /* RO: entries applied for this node */
+#define PEACH2_REG_FW_TOPOLOGY 0x5a0 /* RO: 32 bytes, topology text, NUL padded */
+#define PEACH2_FW_MAX_SIZE     (1u << 20)
+
+enum peach2_fw_status {
+	PEACH2_FW_NONE = 0,         /* no image loaded: default routing */
+	PEACH2_FW_LOADING = 1,
+	PEACH2_FW_OK = 2,
+	PEACH2_FW_BAD_MAGIC = 16,
+	PEACH2_FW_BAD_VERSION = 17,  /* format version this card does not know */
+	PEACH2_FW_TRUNCATED = 18,    /* sizes do not add up, or too short/long */
+	PEACH2_FW_BAD_CRC = 19,
+	PEACH2_FW_WRONG_TOPOLOGY = 20, /* node count differs from the card's */
+	PEACH2_FW_BAD_ENTRY = 21,    /* port/index/flags/range out of bounds */
+	PEACH2_FW_NO_ENTRIES = 22,   /* nothing for this node */
+	PEACH2_FW_READ_FAILED = 23,  /* the card could not read the image */
+};
+
+#define PEACH2_FW_MAGIC        0x57463250u /* "P2FW" */
+#define PEACH2_FW_FORMAT       1u
+
+struct peach2_fw_header {
+	peach2_u32 magic;          /* PEACH2_FW_MAGIC */
+	peach2_u16 format;         /* PEACH2_FW_FORMAT */
+	peach2_u16 header_size;    /* sizeof(struct peach2_fw_header) */
+	peach2_u32 total_size;     /* header + nr_entries * entry size */
+	peach2_u32 crc32;          /* CRC-32 (IEEE) of the image with this field 0 */
+	peach2_u16 node_count;     /* nodes in the sub-cluster */
+	peach2_u16 nr_entries;
+	peach2_u32 image_version;  /* chosen by whoever builds the image */
+	char topology[32];         /* e.g. "ring:8", NUL padded */
+	peach2_u32 reserved[2];    /* 0 */
+};
+
+struct peach2_fw_entry {
+	peach2_u16 node;           /* the node whose card applies it */
+	peach2_u8 port;            /* enum peach2_port */
+	peach2_u8 index;           /* < PEACH2_ROUTE_ENTRIES */
+	peach2_u32 flags;          /* PEACH2_ROUTE_VALID; others 0 */
+	peach2_u64 mask;
+	peach2_u64 base;
+	peach2_u64 limit;
+};
+
 #define PEACH2_ID_MAGIC        0x50454332u /* "PEC2" */
 #define PEACH2_VERSION_MAJOR   1u
 #define PEACH2_VERSION_MINOR   0u
 #define PEACH2_CAP_MAILBOX     (1u << 0)
 #define PEACH2_CAP_DMA         (1u << 1)
+#define PEACH2_CAP_ROUTING     (1u << 2)
 
 /* Ports. N is the host port; E/W form rings; S joins rings. */
 enum peach2_port {
@@ -286,6 +367,8 @@ struct peach2_hello {
 static_assert(sizeof(struct peach2_pkt_hdr) == 32, "packet header is 32 bytes");
 static_assert(sizeof(struct peach2_hello) == 16, "hello payload is 16 bytes");
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE, "descriptor is 32 bytes");
+static_assert(sizeof(struct peach2_fw_header) == 64, "firmware header is 64 bytes");
+static_assert(sizeof(struct peach2_fw_entry) == 32, "firmware entry is 32 bytes");
 #endif
 
 #endif /* PEACH2_HW_H */

@@ -82,6 +82,7 @@ void Card::reset() {
     std::fill(cardmem_.begin(), cardmem_.end(), 0);
     open_.reset();
     dma_reset();
+    routing_reset();
 }
 
 // ---- registers -------------------------------------------------------------
@@ -100,7 +101,7 @@ uint64_t Card::reg_read(uint64_t off, unsigned size) {
 uint32_t Card::link_reg(unsigned port) const {
     const Link& l = links_[port];
     uint32_t v = 0;
-    if (l.up)
+    if (link_usable(port))
         v |= PEACH2_LINK_UP | (l.peer_port << PEACH2_LINK_PEER_PORT_SHIFT) |
              (l.peer_node << PEACH2_LINK_PEER_NODE_SHIFT);
     if (l.connected)
@@ -119,6 +120,8 @@ uint32_t Card::reg_read32(uint64_t off) {
     }
     if (off >= PEACH2_REG_ERR_BY_CODE(0) && off < PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NR_CODES))
         return err_by_code_[(off - PEACH2_REG_ERR_BY_CODE(0)) / 4];
+    if (uint32_t v = 0; routing_reg_read(off, v))
+        return v;
     if (off >= PEACH2_REG_DMA_BASE &&
         off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
         const uint64_t rel = off - PEACH2_REG_DMA_BASE;
@@ -132,7 +135,7 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_NODE_COUNT: return cfg_.node_count;
     case PEACH2_REG_SLICE_SHIFT: return PEACH2_SLICE_SHIFT;
     case PEACH2_REG_HOST_SHIFT: return PEACH2_HOST_SHIFT;
-    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX | PEACH2_CAP_DMA;
+    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX | PEACH2_CAP_DMA | PEACH2_CAP_ROUTING;
     case PEACH2_REG_SCRATCH: return scratch_;
     case PEACH2_REG_LINK(0): return link_reg(PEACH2_PORT_E);
     case PEACH2_REG_LINK(1): return link_reg(PEACH2_PORT_W);
@@ -168,6 +171,8 @@ void Card::reg_write(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::reg_write32(uint64_t off, uint32_t val) {
+    if (routing_reg_write(off, val))
+        return;
     if (off >= PEACH2_REG_DMA_BASE &&
         off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
         const uint64_t rel = off - PEACH2_REG_DMA_BASE;
@@ -297,6 +302,8 @@ void Card::window_store(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::flush() {
+    if (fw_pending_)
+        fw_load();
     if (open_) {
         OpenWrite w = std::move(*open_);
         open_.reset();
@@ -315,9 +322,9 @@ std::optional<unsigned> Card::port_towards(uint32_t node, peach2_err& why) const
     bool some_down = false;
     for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p) {
         const Link& l = links_[p];
-        if (l.up && l.peer_node == node)
+        if (link_usable(p) && l.peer_node == node)
             return p;
-        if (l.attached && !l.up)
+        if (l.attached && !link_usable(p))
             some_down = true;
     }
     why = some_down ? PEACH2_ERR_LINK_DOWN : PEACH2_ERR_NO_ROUTE;
@@ -327,7 +334,8 @@ std::optional<unsigned> Card::port_towards(uint32_t node, peach2_err& why) const
 peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
                              uint32_t src_node) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
-    if (node == cfg_.node_id)
+    const bool table = route_ctrl_ & PEACH2_ROUTE_ENABLE;
+    if (!table && node == cfg_.node_id)
         return deliver_local(addr, data);
     if (node >= cfg_.node_count) {
         raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
@@ -340,7 +348,18 @@ peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8
         return PEACH2_ERR_HOP_LIMIT;
     }
     peach2_err why = PEACH2_ERR_NO_ROUTE;
-    const auto port = port_towards(node, why);
+    std::optional<unsigned> port;
+    if (table) {
+        port = table_port(addr);
+        if (port == PEACH2_PORT_N)
+            return deliver_local(addr, data);
+        if (port && !link_usable(*port)) {
+            why = PEACH2_ERR_LINK_DOWN;
+            port.reset();
+        }
+    } else {
+        port = port_towards(node, why);
+    }
     if (!port) {
         raise_error(why, addr, "no usable port towards node " + std::to_string(node));
         return why;
@@ -516,6 +535,11 @@ bool Card::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const u
     if (!l.up) {
         l.rx.fail("WRITE before HELLO");
         return false;
+    }
+    if (links_held_) {
+        raise_error(PEACH2_ERR_LINK_DOWN, hdr.addr,
+                    std::string("port ") + port_name(port) + ": links held down (no valid firmware)");
+        return true;
     }
     if (hdr.dst_node != PEACH2_ADDR_NODE(hdr.addr)) {
         l.rx.fail("WRITE whose dst_node does not match its address");

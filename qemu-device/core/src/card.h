@@ -116,6 +116,28 @@ private:
 
     void inbound_command(uint32_t cmd);
 
+    // Routing table and firmware (card_routing.cc).
+    struct RouteEntry {
+        uint64_t mask = 0, base = 0, limit = 0;
+        uint32_t flags = 0;
+    };
+    bool routing_reg_read(uint64_t off, uint32_t& val) const;
+    bool routing_reg_write(uint64_t off, uint32_t val);
+    std::optional<unsigned> table_port(uint64_t addr) const;
+    void fw_load();
+    void routing_reset();
+    bool link_usable(unsigned port) const { return links_[port].up && !links_held_; }
+    uint32_t route_ctrl_ = 0;
+    std::array<std::array<RouteEntry, PEACH2_ROUTE_ENTRIES>, PEACH2_NR_PORTS> routes_{};
+    uint64_t fw_addr_ = 0;
+    uint32_t fw_len_ = 0;
+    uint32_t fw_status_ = PEACH2_FW_NONE;
+    uint32_t fw_version_ = 0;
+    uint32_t fw_entries_ = 0;
+    std::array<uint8_t, 32> fw_topology_{};
+    bool fw_pending_ = false;
+    bool links_held_ = false;  // a firmware image was refused
+
     // DMA controller (card_dma.cc).
     uint32_t dma_reg_read(unsigned ch, uint32_t r) const;
     void dma_reg_write(unsigned ch, uint32_t r, uint32_t val);
