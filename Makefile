@@ -7,7 +7,7 @@ PY      := /usr/bin/python3
 BUILD   := $(CURDIR)/build
 export PEACH2_BUILD := $(BUILD)
 
-.PHONY: all deps qemu kernel driver userlib selftests image \
+.PHONY: all deps qemu kernel driver userlib selftests firmware image \
         core-test userlib-test host-test vm-test check demo bench sparse clean
 
 all: qemu image
@@ -30,7 +30,17 @@ userlib: deps
 selftests: deps
 	@$(MAKE) --no-print-directory -C selftests O=$(BUILD)/selftests
 
-image: driver userlib selftests kernel
+# Firmware tools, and an image for every standard topology (for the guests).
+TOPOLOGIES := 2 ring:3 ring:4 ring:8 double-ring:4 double-ring:8
+firmware: deps
+	@cmake -S firmware -B $(BUILD)/firmware -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@ninja -C $(BUILD)/firmware peach2-fwgen peach2-fwdump >/dev/null
+	@mkdir -p $(BUILD)/firmware/images
+	@for t in $(TOPOLOGIES); do \
+	  $(BUILD)/firmware/peach2-fwgen $$t $(BUILD)/firmware/images/$$(echo $$t | tr : -).bin >/dev/null || exit 1; \
+	done
+
+image: driver userlib selftests kernel firmware
 	@scripts/build-initramfs.sh
 
 core-test: deps

@@ -10,6 +10,7 @@
 #   /usr/bin/*                 $PEACH2_BUILD/userlib/bin/*     (if present)
 #   /usr/lib/*.so*             $PEACH2_BUILD/userlib/lib/*.so* (if present)
 #   /selftests/*               $PEACH2_BUILD/selftests/*       (if present)
+#   /lib/firmware/peach2/*.bin $PEACH2_BUILD/firmware/images/* (if present)
 #   /usr/bin/lspci             Debian's pciutils
 #   every shared library (and the loader) the dynamic ELF files need, via ldd, at the
 #   same path as on the build host. /lib and /lib64 are symlinks into /usr as on Debian.
@@ -97,7 +98,16 @@ if [ -d "$ST" ]; then
     n_st=$((n_st + 1))
   done
 fi
-say "userlib: $n_bin programs, $n_lib libraries; selftests: $n_st entries"
+n_fw=0
+if [ -d "$PEACH2_BUILD/firmware/images" ]; then
+  mkdir -p "$STAGE/usr/lib/firmware/peach2"
+  for f in "$PEACH2_BUILD"/firmware/images/*.bin; do
+    [ -e "$f" ] || continue
+    cp -a "$f" "$STAGE/usr/lib/firmware/peach2/"
+    n_fw=$((n_fw + 1))
+  done
+fi
+say "userlib: $n_bin programs, $n_lib libraries; selftests: $n_st entries; firmware: $n_fw images"
 
 # Shared libraries of every dynamic ELF file in the tree, at their host paths.
 is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }

@@ -138,6 +138,42 @@ def cabling(n):
     return [((i, "E"), ((i + 1) % n, "W")) for i in range(n)]
 
 
+def topology_plan(spec):
+    """(nodes, cables, firmware file) for a topology spec: "2", "ring:N",
+    "double-ring:K", "cables:N:0E-1W,...". The cables come from peach2-fwgen
+    (firmware/), the same code that computes the routing tables, so the launcher
+    and the firmware can never disagree about the wiring."""
+    tool = os.environ.get("PEACH2_FWGEN") or os.path.join(build_dir(), "firmware", "peach2-fwgen")
+    if not os.access(tool, os.X_OK):
+        raise ClusterError("%s not found: build it with 'make firmware'" % tool)
+    r = subprocess.run([tool, "--cables", spec], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ClusterError("topology %r: %s" % (spec, r.stderr.strip()))
+    lines = r.stdout.split("\n")
+    n = int(lines[0].split()[1])
+    cables = []
+    for line in lines[1:]:
+        if line.strip():
+            a, b = line.split()
+            cables.append(((int(a[:-1]), a[-1]), (int(b[:-1]), b[-1])))
+    return n, cables, "peach2/%s.bin" % spec.replace(":", "-")
+
+
+def free_tcp_ports(count):
+    """Loopback TCP ports that are free now (for TCP cables)."""
+    socks, ports = [], []
+    try:
+        for _ in range(count):
+            so = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            so.bind(("127.0.0.1", 0))
+            socks.append(so)
+            ports.append(so.getsockname()[1])
+    finally:
+        for so in socks:
+            so.close()
+    return ports
+
+
 def link_socket_path(run_dir, node, port):
     return os.path.join(run_dir, "link-%d%s.sock" % (node, port))
 
@@ -160,17 +196,23 @@ def _check_path(p):
     return p
 
 
-def link_args(i, n, run_dir, cables=None):
+def link_args(i, n, run_dir, cables=None, tcp_ports=None):
     """(chardev args, device properties) for node i's ports.
 
     For each cable, the server (first) end gets a listening socket chardev, the other
-    end a reconnecting client chardev on the same path. Chardev ids are "l" + port in
+    end a reconnecting client chardev on the same path (or, with tcp_ports, the same
+    loopback TCP port: tcp_ports[k] for cable k). Chardev ids are "l" + port in
     lower case (le, lw, ls). Ports without a cable get nothing."""
     if cables is None:
         cables = cabling(n)
     args, props = [], {}
-    for (a, b) in cables:
-        path = _check_path(link_socket_path(run_dir, a[0], a[1]))
+    for k, (a, b) in enumerate(cables):
+        if tcp_ports:
+            path = None
+            where = "host=127.0.0.1,port=%d" % tcp_ports[k]
+        else:
+            path = _check_path(link_socket_path(run_dir, a[0], a[1]))
+            where = "path=%s" % path
         for end, server in ((a, True), (b, False)):
             if end[0] != i:
                 continue
@@ -182,9 +224,9 @@ def link_args(i, n, run_dir, cables=None):
                 raise ValueError("node %d port %s has two cables" % (i, port))
             cid = "l%s" % port.lower()
             if server:
-                spec = "socket,id=%s,path=%s,server=on,wait=off" % (cid, path)
+                spec = "socket,id=%s,%s,server=on,wait=off" % (cid, where)
             else:
-                spec = "socket,id=%s,path=%s,reconnect=1" % (cid, path)
+                spec = "socket,id=%s,%s,reconnect=1" % (cid, where)
             args += ["-chardev", spec]
             props[key] = cid
     return args, props
@@ -196,12 +238,12 @@ def _fmt_props(props):
 
 def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
               cables=None, device_props=None, extra_args=None, boot=0, with_device=True,
-              loglevel=4):
+              loglevel=4, tcp_ports=None):
     """The full argv of node i's QEMU."""
     p = node_paths(run_dir, i, boot)
     for k in ("console", "chan"):
         _check_path(p[k])
-    cargs, props = link_args(i, n, run_dir, cables)
+    cargs, props = link_args(i, n, run_dir, cables, tcp_ports)
     append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
     if append_extra:
         append += " " + append_extra
@@ -474,17 +516,35 @@ class Cluster:
 
     def __init__(self, n, *, qemu=None, kernel=None, initrd=None, boot_timeout=120.0,
                  mem=256, device_props=None, qemu_args=None, append="", cables=None,
+                 topology=None, transport="unix",
                  with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4):
         """n: number of nodes (>= 1; the cabling needs >= 2).
         device_props: dict added to every node's -device peach2,... (overrides defaults),
             or a function node -> dict.
         qemu_args: list of extra QEMU arguments, or a function node -> list.
         append: extra kernel command line. cables: override cabling(n).
+        topology: "2", "ring:N", "double-ring:K" or "cables:N:...": cables from
+            peach2-fwgen, and the guests load that topology's firmware image
+            (peach2.firmware=... on the kernel command line); n may then be None.
+            Without it: cabling(n) and no firmware (cards route to neighbours).
+        transport: "unix" (socket files in the run directory) or "tcp" (loopback).
         with_device: False boots without the card (launcher experiments only).
         keep: keep the run directory (logs) after stop(). verbose: progress on stderr."""
-        if n < 1:
+        firmware = None
+        if topology is not None:
+            tn, cables, firmware = topology_plan(topology)
+            if n is not None and n != tn:
+                raise ValueError("topology %s has %d nodes, not %d" % (topology, tn, n))
+            n = tn
+        if n is None or n < 1:
             raise ValueError("need at least one node")
+        if transport not in ("unix", "tcp"):
+            raise ValueError("transport is unix or tcp")
         self.n = n
+        self.topology = topology
+        self.transport = transport
+        if firmware:
+            append = ("%s peach2.firmware=%s" % (append, firmware)).strip()
         self.qemu = qemu or default_qemu()
         self.kernel = kernel or default_kernel()
         self.initrd = initrd or default_initrd()
@@ -499,6 +559,8 @@ class Cluster:
         self.run_parent = run_parent
         self.verbose = verbose
         self.loglevel = loglevel
+        # Chosen once, so that a restarted node gets the same ports.
+        self.tcp_ports = free_tcp_ports(len(self.cables)) if transport == "tcp" else None
         self.run_dir = None
         self.nodes = []
         self.boot_times = {}
@@ -519,7 +581,8 @@ class Cluster:
                          mem=self.mem, append_extra=self.append, cables=self.cables,
                          device_props=self._per_node(self.device_props, i),
                          extra_args=self._per_node(self.qemu_args, i), boot=boot,
-                         with_device=self.with_device, loglevel=self.loglevel)
+                         with_device=self.with_device, loglevel=self.loglevel,
+                         tcp_ports=self.tcp_ports)
 
     def _check_inputs(self):
         hints = {
@@ -818,7 +881,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Boot N PEACH2 nodes under QEMU and run a command on each.",
         epilog="example: %(prog)s --nodes 2 -- 'cat /sys/class/peach2/peach2-0/link_e'")
-    ap.add_argument("--nodes", "-n", type=int, default=2, help="number of nodes (default 2)")
+    ap.add_argument("--nodes", "-n", type=int, default=None,
+                    help="number of nodes (default 2, or the topology's)")
+    ap.add_argument("--topology", "-t", default=None,
+                    help="2, ring:N, double-ring:K or cables:N:0E-1W,...: cables and "
+                         "firmware (routing tables) for multi-hop clusters")
+    ap.add_argument("--tcp", action="store_true",
+                    help="cable over loopback TCP instead of unix sockets")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directory (console logs, QEMU stderr) after teardown")
     ap.add_argument("--interactive", "-i", action="store_true", help="prompt for commands")
@@ -841,17 +910,20 @@ def main(argv=None):
     a = ap.parse_args(argv)
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     cmd = " ".join(cmd)
-    if a.nodes < 1:
+    if a.nodes is not None and a.nodes < 1:
         ap.error("--nodes must be >= 1")
     if not cmd and not a.interactive and not a.print_cmdline:
         ap.error("give a command after --, or --interactive")
-    c = Cluster(a.nodes, qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
+    if a.nodes is None and a.topology is None:
+        a.nodes = 2
+    c = Cluster(a.nodes, topology=a.topology, transport="tcp" if a.tcp else "unix",
+                qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
                 boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
                 device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],
                 with_device=not a.no_device, keep=a.keep)
     if a.print_cmdline:
         c.run_dir = "<run>"
-        for i in range(a.nodes):
+        for i in range(c.n):
             print(" ".join(shlex.quote(x) for x in c.argv(i)))
         return 0
     rc = 0
@@ -864,7 +936,7 @@ def main(argv=None):
                     _print_result(i, r, out)
                     if r != 0:
                         rc = 1
-            for i in range(a.nodes):
+            for i in range(c.n):
                 for line in c.kernel_problems(i):
                     print("[node%d] kernel problem on the console: %s" % (i, line),
                           file=sys.stderr)
