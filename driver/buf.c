@@ -24,7 +24,10 @@ static void peach2_file_release(struct kref *ref)
 	struct peach2_file *ctx = container_of(ref, struct peach2_file, ref);
 
 	WARN_ON(atomic64_read(&ctx->bytes));
+	WARN_ON(atomic_read(&ctx->dma_descs));
 	xa_destroy(&ctx->bufs);
+	xa_destroy(&ctx->chains);
+	xa_destroy(&ctx->tickets);
 	put_device(&ctx->p2->dev);
 	kfree(ctx);
 }
@@ -99,8 +102,8 @@ u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 }
 
 /* The chunk that holds byte @offset of @buf (offset < buf->size). */
-static const struct peach2_mem *peach2_buf_find(const struct peach2_buf *buf,
-						u64 offset)
+const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
+					  u64 offset)
 {
 	u32 lo = 0, hi = buf->nr_chunks - 1, mid;
 
@@ -117,7 +120,7 @@ static const struct peach2_mem *peach2_buf_find(const struct peach2_buf *buf,
 /* The pfn of the page at @offset (page aligned, < buf->size). */
 unsigned long peach2_buf_pfn(const struct peach2_buf *buf, u64 offset)
 {
-	const struct peach2_mem *mem = peach2_buf_find(buf, offset);
+	const struct peach2_mem *mem = peach2_buf_chunk(buf, offset);
 	void *va = mem->cpu + (offset - mem->offset);
 
 	/*

@@ -42,6 +42,7 @@ static int peach2_open(struct inode *inode, struct file *filp)
 	kref_init(&ctx->ref);
 	xa_init_flags(&ctx->bufs, XA_FLAGS_ALLOC1);
 	atomic64_set(&ctx->bytes, 0);
+	peach2_dma_file_init(ctx);
 
 	down_read(&p2->lock);
 	if (p2->dead) {
@@ -65,7 +66,12 @@ static int peach2_release(struct inode *inode, struct file *filp)
 	struct peach2_buf *buf;
 	unsigned long handle;
 
-	/* Drop the handles; buffers still mapped live on until munmap. */
+	/*
+	 * Forget tickets and chains, drop the handles. Buffers still mapped,
+	 * or used by a DMA run still in flight, live on until munmap or the
+	 * end of the run.
+	 */
+	peach2_dma_file_release(ctx);
 	xa_for_each(&ctx->bufs, handle, buf) {
 		xa_erase(&ctx->bufs, handle);
 		peach2_buf_put(buf);
@@ -249,6 +255,14 @@ static long peach2_ioctl(struct file *filp, unsigned int cmd,
 		return peach2_ioctl_free(ctx, argp);
 	case PEACH2_IOC_CHUNKS:
 		return peach2_ioctl_chunks(ctx, argp);
+	case PEACH2_IOC_CHAIN_CREATE:
+		return peach2_ioctl_chain_create(ctx, argp);
+	case PEACH2_IOC_CHAIN_DESTROY:
+		return peach2_ioctl_chain_destroy(ctx, argp);
+	case PEACH2_IOC_DMA_START:
+		return peach2_ioctl_dma_start(ctx, argp);
+	case PEACH2_IOC_DMA_WAIT:
+		return peach2_ioctl_dma_wait(ctx, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -430,5 +444,6 @@ const struct file_operations peach2_fops = {
 	.unlocked_ioctl = peach2_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = peach2_mmap,
+	.poll = peach2_dma_poll,
 	.llseek = no_llseek,
 };

@@ -89,6 +89,15 @@ static const char * const peach2_err_names[PEACH2_ERR_NR_CODES] = {
 	[PEACH2_ERR_HOP_LIMIT] = "HOP_LIMIT",
 	[PEACH2_ERR_NOT_REGISTERED] = "NOT_REGISTERED",
 	[PEACH2_ERR_BAD_COMMAND] = "BAD_COMMAND",
+	[PEACH2_ERR_DMA_ALIGN] = "DMA_ALIGN",
+	[PEACH2_ERR_DMA_ZERO_LEN] = "DMA_ZERO_LEN",
+	[PEACH2_ERR_DMA_LOOP] = "DMA_LOOP",
+	[PEACH2_ERR_DMA_CHAIN_LONG] = "DMA_CHAIN_LONG",
+	[PEACH2_ERR_DMA_BAD_INDEX] = "DMA_BAD_INDEX",
+	[PEACH2_ERR_DMA_BAD_DESC] = "DMA_BAD_DESC",
+	[PEACH2_ERR_DMA_READ] = "DMA_READ",
+	[PEACH2_ERR_DMA_BUSY] = "DMA_BUSY",
+	[PEACH2_ERR_DMA_ABORTED] = "DMA_ABORTED",
 };
 
 const char *peach2_err_name(u32 code)
@@ -210,7 +219,11 @@ static irqreturn_t peach2_irq(int irq, void *data)
 	u32 status;
 
 	status = readl(p2->regs + PEACH2_REG_INT_STATUS);
-	if (!status || status == U32_MAX)	/* not ours, or card gone */
+	if (status == U32_MAX)			/* card gone */
+		return IRQ_NONE;
+	/* The DMA bits belong to the channels' vectors (dma.c). */
+	status &= PEACH2_INT_MISC;
+	if (!status)
 		return IRQ_NONE;
 	writel(status, p2->regs + PEACH2_REG_INT_STATUS);
 
@@ -346,28 +359,44 @@ static int peach2_map_bars(struct peach2_dev *p2)
 	return 0;
 }
 
+/*
+ * MSI-X vector 0 (errors, links, mailbox) and one per DMA channel
+ * (PEACH2_INT_VECTOR_DMA(ch)). Without all of them there is no DMA
+ * completion, so probe fails.
+ */
 static int peach2_setup_irq(struct peach2_dev *p2)
 {
 	struct pci_dev *pdev = p2->pdev;
 	int ret;
 
-	ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_MSIX | PCI_IRQ_MSI);
+	ret = pci_alloc_irq_vectors(pdev, PEACH2_NR_VECTORS, PEACH2_NR_VECTORS,
+				    PCI_IRQ_MSIX);
 	if (ret < 0) {
-		dev_err(&pdev->dev, "no MSI-X or MSI vector: %d\n", ret);
+		dev_err(&pdev->dev, "cannot get %u MSI-X vectors (1 + one per DMA channel): %d\n",
+			PEACH2_NR_VECTORS, ret);
 		return ret;
 	}
 
-	p2->irq = pci_irq_vector(pdev, 0);
+	p2->irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_MISC);
 	ret = request_irq(p2->irq, peach2_irq, 0, dev_name(&p2->dev), p2);
 	if (ret) {
 		dev_err(&pdev->dev, "cannot request irq %d: %d\n", p2->irq,
 			ret);
-		pci_free_irq_vectors(pdev);
-		return ret;
+		goto err_vectors;
 	}
+	ret = peach2_dma_setup_irqs(p2);
+	if (ret)
+		goto err_irq;
 	return 0;
+
+err_irq:
+	free_irq(p2->irq, p2);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+	return ret;
 }
 
+/* The DMA vectors are gone already (peach2_dma_shutdown()). */
 static void peach2_teardown_irq(struct peach2_dev *p2)
 {
 	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
@@ -411,6 +440,12 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = peach2_check_hw(p2);
 	if (ret)
 		goto err_put;
+	if (!(p2->caps & PEACH2_CAP_DMA)) {
+		dev_err(dev, "card has no DMA controller (caps %#x)\n", p2->caps);
+		ret = -ENODEV;
+		goto err_put;
+	}
+	peach2_dma_init(p2);
 
 	/* Ranges a previous driver instance registered are stale now. */
 	writel(PEACH2_IN_CMD_CLEAR, p2->regs + PEACH2_REG_IN_CMD);
@@ -452,7 +487,7 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_irq;
 	}
 
-	writel(~(PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX),
+	writel(~(PEACH2_INT_MISC | PEACH2_INT_DMA_ALL),
 	       p2->regs + PEACH2_REG_INT_MASK);
 
 	dev_info(dev, "/dev/%s: node %u of %u, hw %u.%u, window %pa size %llu GiB\n",
@@ -462,6 +497,7 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	return 0;
 
 err_irq:
+	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
 err_ida:
 	ida_free(&peach2_ida, p2->minor);
@@ -476,18 +512,21 @@ static void peach2_remove(struct pci_dev *pdev)
 
 	/* No new opens; sysfs readers (which touch registers) are drained. */
 	cdev_device_del(&p2->cdev, &p2->dev);
-	peach2_teardown_irq(p2);
 
 	/*
 	 * Faults and hardware-touching ioctls hold the lock for reading:
-	 * once we have it, none is in flight and every later one sees dead.
-	 * Then zap every user mapping of the card, so nothing points at the
-	 * BARs once pcim releases them after we return. Buffers stay
-	 * allocated until their last reference goes.
+	 * once we have it, none is in flight and every later one sees dead
+	 * (and queues no DMA run). Then stop the DMA channels: every run
+	 * completes with PEACH2_ERR_DMA_ABORTED and its waiters wake. Then
+	 * zap every user mapping of the card, so nothing points at the BARs
+	 * once pcim releases them after we return. Buffers stay allocated
+	 * until their last reference goes.
 	 */
 	down_write(&p2->lock);
 	WRITE_ONCE(p2->dead, true);
 	up_write(&p2->lock);
+	peach2_dma_shutdown(p2);
+	peach2_teardown_irq(p2);
 	unmap_mapping_range(p2->inode->i_mapping, 0, 0, 1);
 	wake_up_interruptible_all(&p2->mbox_wq);
 

@@ -15,6 +15,11 @@
  *    unmapped.
  *  - After remove() the card is "dead": ioctls return -ENODEV, new mmaps
  *    fail, existing mappings are zapped and fault with SIGBUS.
+ *  - DMA (dma.c): a run (one start of a chain or of a one-shot list) holds
+ *    a reference on its file and, through its descriptors, on every buffer
+ *    it touches until the card is done with it; a chain holds its buffers
+ *    until it is destroyed. remove() aborts the channels and completes every
+ *    run with PEACH2_ERR_DMA_ABORTED before the card goes away.
  */
 #ifndef PEACH2_DRV_H
 #define PEACH2_DRV_H
@@ -23,11 +28,13 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/sizes.h>
 #include <linux/types.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <peach2/peach2_hw.h>
@@ -56,13 +63,44 @@ struct inode;
 /* ERR_STATUS bits 0..7 hold the code of the first (latched) error. */
 #define PEACH2_ERR_STATUS_CODE	GENMASK(7, 0)
 
+/* MSI-X vectors: 0 for errors/links/mailbox, 1 + ch for DMA channel ch. */
+#define PEACH2_NR_VECTORS	(1 + PEACH2_DMA_CHANNELS)
+#define PEACH2_INT_MISC		(PEACH2_INT_ERROR | PEACH2_INT_LINK | \
+				 PEACH2_INT_MAILBOX)
+#define PEACH2_INT_DMA_ALL	(PEACH2_INT_DMA(PEACH2_DMA_CHANNELS) - PEACH2_INT_DMA(0))
+
+struct peach2_run;
+
+/* One DMA channel of the card (dma.c). */
+struct peach2_dma_chan {
+	struct peach2_dev *p2;
+	unsigned int idx;
+	int irq;			/* vector 1 + idx; 0 when not requested */
+	char irq_name[32];
+
+	/* Protects everything below and the channel's registers. */
+	struct mutex lock;
+	struct peach2_run *cur;		/* started on the card */
+	struct list_head queue;		/* FIFO of runs waiting for the card */
+	unsigned int nr_queued;
+	bool stopped;			/* remove(): start nothing any more */
+	bool wedged;			/* ignored ABORT: never used again */
+	struct peach2_run *stuck;	/* the run it ignored ABORT for */
+	u64 completed;			/* runs ended, with or without error */
+	u64 errors;			/* runs ended with an error */
+	u64 wd_bytes;			/* progress the watchdog saw last */
+	u32 wd_descs;
+	struct delayed_work watchdog;
+};
+
 struct peach2_dev {
 	struct device dev;		/* class device; owns the refcount */
 	struct cdev cdev;
 	struct pci_dev *pdev;		/* pci_dev_get()'d until release */
 	void __iomem *regs;		/* BAR0; valid while !dead */
+	void __iomem *cardmem;		/* BAR2: descriptor RAM, mailbox */
 	int minor;
-	int irq;
+	int irq;			/* vector 0 */
 
 	/*
 	 * Protects @dead. Faults, ioctls that touch the hardware or allocate
@@ -97,6 +135,12 @@ struct peach2_dev {
 
 	wait_queue_head_t mbox_wq;	/* woken on PEACH2_INT_MAILBOX */
 	atomic_t mbox_events;
+
+	/* DMA (dma.c). */
+	struct peach2_dma_chan dma[PEACH2_DMA_CHANNELS];
+	struct mutex desc_lock;		/* protects desc_map, desc_used */
+	DECLARE_BITMAP(desc_map, PEACH2_DESC_MAX); /* on-card slots in use */
+	unsigned int desc_used;
 };
 
 static inline struct peach2_dev *to_peach2_dev(struct device *dev)
@@ -111,6 +155,22 @@ struct peach2_file {
 	struct xarray bufs;		/* handle -> struct peach2_buf */
 	u32 next_handle;		/* for xa_alloc_cyclic() */
 	atomic64_t bytes;		/* live buffers allocated through us */
+
+	/*
+	 * DMA (dma.c). The lock of @chains protects the chains' busy/orphan
+	 * flags; the lock of @tickets protects it and the fields up to
+	 * @closing.
+	 */
+	struct xarray chains;		/* chain id -> struct peach2_chain */
+	u32 next_chain;
+	struct xarray tickets;		/* ticket -> struct peach2_run */
+	u64 last_ticket;
+	struct list_head done;		/* completed, not waited; oldest first */
+	unsigned int nr_done;
+	unsigned int nr_running;	/* started, not completed */
+	bool closing;			/* release() has begun */
+	atomic_t dma_descs;		/* descriptors held by chains and runs */
+	wait_queue_head_t dma_wq;	/* woken when a run of ours completes */
 };
 
 /* One coherent allocation. */
@@ -147,10 +207,26 @@ extern const struct file_operations peach2_fops;
 struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size);
 struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
 void peach2_buf_put(struct peach2_buf *buf);
+const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
+					  u64 offset);
 u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 			   const struct peach2_mem *mem);
 unsigned long peach2_buf_pfn(const struct peach2_buf *buf, u64 offset);
 void peach2_file_put(struct peach2_file *ctx);
+
+/* dma.c */
+extern unsigned int peach2_dma_timeout_ms;
+void peach2_dma_init(struct peach2_dev *p2);
+int peach2_dma_setup_irqs(struct peach2_dev *p2);
+void peach2_dma_shutdown(struct peach2_dev *p2);
+void peach2_dma_file_init(struct peach2_file *ctx);
+void peach2_dma_file_release(struct peach2_file *ctx);
+long peach2_ioctl_chain_create(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_chain_destroy(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_dma_wait(struct peach2_file *ctx, void __user *argp);
+__poll_t peach2_dma_poll(struct file *filp, struct poll_table_struct *wait);
+int peach2_dma_show(struct peach2_dev *p2, char *buf);
 
 /* sysfs.c */
 extern const struct attribute_group *peach2_groups[];

@@ -132,6 +132,29 @@ static ssize_t errors_by_code_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(errors_by_code);
 
+/* A line per DMA channel: state, queued runs, completed runs, errors. */
+static ssize_t dma_show(struct device *dev, struct device_attribute *attr,
+			char *buf)
+{
+	return peach2_dma_show(to_peach2_dev(dev), buf);
+}
+static DEVICE_ATTR_RO(dma);
+
+/* On-card descriptor RAM: slots held by chains and runs. */
+static ssize_t dma_desc_ram_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	unsigned int used;
+
+	mutex_lock(&p2->desc_lock);
+	used = p2->desc_used;
+	mutex_unlock(&p2->desc_lock);
+	return sysfs_emit(buf, "used=%u free=%u\n", used,
+			  PEACH2_DESC_MAX - used);
+}
+static DEVICE_ATTR_RO(dma_desc_ram);
+
 static struct attribute *peach2_attrs[] = {
 	&dev_attr_node_id.attr,
 	&dev_attr_node_count.attr,
@@ -144,6 +167,8 @@ static struct attribute *peach2_attrs[] = {
 	&dev_attr_err_status.attr,
 	&dev_attr_counters.attr,
 	&dev_attr_errors_by_code.attr,
+	&dev_attr_dma.attr,
+	&dev_attr_dma_desc_ram.attr,
 	NULL
 };
 

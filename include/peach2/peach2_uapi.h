@@ -126,7 +126,8 @@ struct peach2_xfer {
 struct peach2_chain_create {
 	__u64 xfers;          /* in: user pointer to struct peach2_xfer[count] */
 	__u32 count;          /* in: 1 .. PEACH2_DMA_MAX_XFERS */
-	__u32 flags;          /* in: PEACH2_DMA_HOST_DESC or 0 */
+	__u32 flags;          /* in: PEACH2_DMA_HOST_DESC, PEACH2_DMA_REG_MODE
+			       * (one descriptor) or 0 */
 	__u32 chain;          /* out: chain id of this fd, never 0 */
 	__u32 nr_desc;        /* out: card descriptors after splitting */
 	__u64 reserved[2];    /* must be 0 */
@@ -137,9 +138,11 @@ struct peach2_chain_destroy {
 	__u32 flags;          /* must be 0 */
 };
 
-/* Start a chain (chain != 0) or a one-shot list of transfers (chain == 0:
- * xfers/count as in chain_create). Returns a ticket to wait on. With
- * PEACH2_DMA_WAIT it also waits and fills `status`. */
+/* Start a chain (chain != 0: count and xfers 0, flags only PEACH2_DMA_WAIT)
+ * or a one-shot list of transfers (chain == 0: xfers/count as in
+ * chain_create). Returns a ticket to wait on. With PEACH2_DMA_WAIT it also
+ * waits and fills `status`; on -ETIMEDOUT or -EINTR the DMA goes on and
+ * `ticket` is filled in all the same. timeout_ms must be 0 without WAIT. */
 struct peach2_dma_start {
 	__u32 chain;          /* in: chain id, or 0 for xfers/count */
 	__u32 count;          /* in: one-shot: number of transfers */
@@ -153,8 +156,9 @@ struct peach2_dma_start {
 };
 
 /* Wait for a ticket. Returns 0 with `status` filled, -ETIMEDOUT, or
- * -ENOENT for a ticket this fd never got. poll() on the fd reports POLLIN
- * while a completed ticket has not been waited for. */
+ * -ENOENT for a ticket this fd never got, already waited for, or forgot
+ * (an fd keeps the last 1024 completed, unwaited tickets). poll() on the fd
+ * reports POLLIN while a completed ticket has not been waited for. */
 struct peach2_dma_wait {
 	__u64 ticket;         /* in */
 	__u32 timeout_ms;     /* in: 0 = do not wait, just check */

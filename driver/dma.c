@@ -1,0 +1,1455 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PEACH2 emulated interconnect card: the DMA API.
+ *
+ * User space describes transfers (struct peach2_xfer) between its own
+ * buffers, or from its buffers to another node's memory. We check every one
+ * of them against the caller's buffers, split them at chunk boundaries into
+ * card descriptors, and run them on one of the card's four channels:
+ *
+ *  - a "prog" is a list of built descriptors plus a reference on every
+ *    buffer they touch: descriptors live in on-card descriptor RAM (slots
+ *    from a bitmap), in one coherent host array, or (register mode) in the
+ *    channel's registers when started;
+ *  - a "chain" (PEACH2_IOC_CHAIN_CREATE) keeps its prog until it is
+ *    destroyed and can be started again and again for the price of HEAD and
+ *    CTRL writes;
+ *  - a "run" is one start of a chain or of a one-shot list. It sits in a
+ *    channel's FIFO, then on the card, then (completed) in its file's table
+ *    of tickets until DMA_WAIT collects it.
+ *
+ * Locks, outermost first: p2->lock (read; held while descriptors are
+ * written to the card and runs are queued, so remove() sees every run),
+ * chan->lock (mutex: a channel's queue and registers), then the leaf locks
+ * p2->desc_lock, the xarray locks of ctx->chains and ctx->tickets. Buffer
+ * references are never dropped under p2->lock or chan->lock: the last put
+ * of a buffer takes p2->lock itself.
+ *
+ * Completion: vector 1 + ch is a threaded interrupt. Its thread reads the
+ * channel's STATUS and BYTES, clears STATUS and INT_STATUS.DMA(ch), starts
+ * the next queued run and then, outside the channel lock, releases the
+ * finished run's descriptors and buffers and reports it to its file. A
+ * per-channel watchdog aborts a run that makes no progress for
+ * dma_timeout_ms, so nothing waits forever on a wedged card.
+ */
+
+#include <linux/bitmap.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/iopoll.h>
+#include <linux/jiffies.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/pci.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "peach2.h"
+
+unsigned int peach2_dma_timeout_ms = 10000;
+module_param_named(dma_timeout_ms, peach2_dma_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(dma_timeout_ms,
+		 "abort a DMA run that makes no progress for this long (default 10000 ms)");
+
+/* Runs started and not completed, per file. */
+#define PEACH2_DMA_MAX_RUNNING	1024u
+/* Completed runs nobody waited for, per file: the oldest is forgotten. */
+#define PEACH2_DMA_MAX_DONE	1024u
+/* Descriptors held by one file's chains and running one-shot lists. */
+#define PEACH2_DMA_FD_DESCS	(4 * PEACH2_DMA_MAX_CHAIN)
+/* Chains of one file. */
+#define PEACH2_DMA_MAX_CHAINS	4096u
+/* How long a channel may take to stop after CTRL.ABORT. */
+#define PEACH2_DMA_ABORT_US	100000
+
+#define PEACH2_DMA_ST_ENDED	(PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
+
+/* A descriptor as the card reads it (struct peach2_desc, little endian). */
+struct peach2_desc_le {
+	__le64 src;
+	__le64 dst;
+	__le32 len;
+	__le16 burst;
+	__le16 gap;
+	__le32 next;
+	__le32 flags;
+};
+
+static_assert(sizeof(struct peach2_desc_le) == PEACH2_DESC_SIZE);
+static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE);
+
+enum peach2_prog_mode {
+	PEACH2_PROG_CARD,		/* on-card descriptor RAM */
+	PEACH2_PROG_HOST,		/* coherent host memory */
+	PEACH2_PROG_REG,		/* the channel's registers */
+};
+
+/* Built descriptors and the buffers they touch. */
+struct peach2_prog {
+	struct peach2_file *ctx;	/* charged for nr_desc */
+	enum peach2_prog_mode mode;
+	u32 nr_desc;
+	struct peach2_desc *descs;	/* cpu order; REG keeps its one */
+	u16 *slots;			/* CARD: descriptor RAM indices */
+	struct peach2_desc_le *host;	/* HOST: the array */
+	dma_addr_t host_dma;
+	u32 nr_bufs;
+	struct peach2_buf **bufs;	/* one reference each */
+};
+
+struct peach2_chain {
+	struct peach2_prog *prog;
+	bool busy;			/* a run of it is queued or running */
+	bool orphan;			/* destroyed while busy: run frees it */
+};
+
+struct peach2_run {
+	struct kref ref;
+	struct list_head node;		/* channel queue, or a local list */
+	struct list_head done_node;	/* ctx->done */
+	struct peach2_file *ctx;	/* holds a reference */
+	struct peach2_chain *chain;	/* or NULL: @prog belongs to the run */
+	struct peach2_prog *prog;
+	u64 ticket;
+	u32 status;			/* valid once @done */
+	u64 bytes;
+	bool done;
+};
+
+/* ---- prog: checking and building ---------------------------------------- */
+
+static void peach2_prog_free(struct peach2_prog *prog)
+{
+	struct peach2_dev *p2;
+	u32 i;
+
+	if (!prog)
+		return;
+	p2 = prog->ctx->p2;
+	if (prog->slots) {
+		mutex_lock(&p2->desc_lock);
+		for (i = 0; i < prog->nr_desc; i++)
+			__clear_bit(prog->slots[i], p2->desc_map);
+		p2->desc_used -= prog->nr_desc;
+		mutex_unlock(&p2->desc_lock);
+		kfree(prog->slots);
+	}
+	if (prog->host)
+		dma_free_coherent(&p2->pdev->dev,
+				  prog->nr_desc * sizeof(*prog->host),
+				  prog->host, prog->host_dma);
+	atomic_sub(prog->nr_desc, &prog->ctx->dma_descs);
+	for (i = 0; i < prog->nr_bufs; i++)
+		peach2_buf_put(prog->bufs[i]);
+	kvfree(prog->bufs);
+	kvfree(prog->descs);
+	kfree(prog);
+}
+
+/* Bytes from the first to the last byte a block-stride side touches. */
+static int peach2_stride_span(u64 len, u64 burst, u64 gap, u64 *span)
+{
+	u64 blocks = div64_u64(len - 1, burst);	/* blocks before the last */
+	u64 step, tail;
+
+	tail = len - blocks * burst;
+	if (check_add_overflow(burst, gap, &step) ||
+	    check_mul_overflow(blocks, step, span) ||
+	    check_add_overflow(*span, tail, span))
+		return -EINVAL;
+	return 0;
+}
+
+/* [off, off + len) inside [0, size)? */
+static bool peach2_range_ok(u64 size, u64 off, u64 len)
+{
+	u64 end;
+
+	return !check_add_overflow(off, len, &end) && end <= size;
+}
+
+/* [off, off + len) of @buf inside one chunk? (the range is in the buffer) */
+static bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len)
+{
+	const struct peach2_mem *mem = peach2_buf_chunk(buf, off);
+
+	return off + len <= mem->offset + mem->len;
+}
+
+/*
+ * Check one transfer and look up its buffers (references for the caller;
+ * *dst is NULL for a remote destination, *src NULL for an immediate).
+ */
+static int peach2_xfer_check(struct peach2_file *ctx,
+			     const struct peach2_xfer *x, u32 idx,
+			     struct peach2_buf **srcp, struct peach2_buf **dstp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct device *dev = &p2->pdev->dev;
+	bool imm = x->flags & PEACH2_XFER_IMM;
+	bool ssrc = x->flags & PEACH2_XFER_STRIDE_SRC;
+	bool sdst = x->flags & PEACH2_XFER_STRIDE_DST;
+	struct peach2_buf *src = NULL, *dst = NULL;
+	u64 sspan = x->len, dspan = x->len, span, node, off;
+	int ret = -EINVAL;
+
+	*srcp = NULL;
+	*dstp = NULL;
+	if (x->flags & ~PEACH2_XFER_FLAGS_ALL)
+		return -EINVAL;
+	if (imm) {
+		if (x->src_handle || x->src_offset || x->burst || x->gap ||
+		    ssrc || sdst || (x->len != 4 && x->len != 8))
+			return -EINVAL;
+	} else {
+		if (x->imm || !x->len)
+			return -EINVAL;
+		if (!x->burst && (x->gap || ssrc || sdst))
+			return -EINVAL;
+		if (x->burst && !ssrc && !sdst)
+			return -EINVAL;
+	}
+
+	/* The card's restrictions (PEACH2_ERR_DMA_ALIGN on the card). */
+	if (x->dst % 4 ||
+	    (!imm && (x->src_offset % 4 || x->len % 4 ||
+		      (x->src_offset ^ x->dst) % 16))) {
+		dev_dbg(dev, "xfer %u: src offset %#llx, dst %#llx, len %#llx: need 4-byte alignment, equal low 4 address bits, len %% 4 == 0\n",
+			idx, x->src_offset, x->dst, x->len);
+		return -EINVAL;
+	}
+	if (x->burst && (x->burst % 4 || x->gap % 4 ||
+			 (ssrc != sdst && x->gap % 16))) {
+		dev_dbg(dev, "xfer %u: burst %u gap %u: need multiples of 4, and a one-sided gap a multiple of 16\n",
+			idx, x->burst, x->gap);
+		return -EINVAL;
+	}
+	if (x->burst) {
+		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
+			return -EINVAL;
+		if (ssrc)
+			sspan = span;
+		if (sdst)
+			dspan = span;
+	}
+
+	if (!imm) {
+		src = peach2_buf_lookup(ctx, x->src_handle);
+		if (!src)
+			return -ENOENT;
+	}
+	if (x->dst_handle) {
+		dst = peach2_buf_lookup(ctx, x->dst_handle);
+		if (!dst) {
+			ret = -ENOENT;
+			goto err;
+		}
+	}
+
+	if (src && !peach2_range_ok(src->size, x->src_offset, sspan))
+		goto err;
+	if (dst) {
+		if (!peach2_range_ok(dst->size, x->dst, dspan))
+			goto err;
+	} else {
+		/* Another node's host memory, inside its slice. */
+		node = x->dst >> PEACH2_SLICE_SHIFT;
+		off = PEACH2_ADDR_OFFSET(x->dst);
+		if (node >= p2->node_count || node == p2->node_id ||
+		    !peach2_range_ok(p2->host_size, off, dspan))
+			goto err;
+	}
+
+	/* Block-stride and immediates are never split. */
+	if (x->burst || imm) {
+		if ((src && !peach2_one_chunk(src, x->src_offset, sspan)) ||
+		    (dst && !peach2_one_chunk(dst, x->dst, dspan))) {
+			dev_dbg(dev, "xfer %u: block-stride or immediate transfer crosses a chunk boundary\n",
+				idx);
+			goto err;
+		}
+	}
+
+	*srcp = src;
+	*dstp = dst;
+	return 0;
+
+err:
+	if (dst)
+		peach2_buf_put(dst);
+	if (src)
+		peach2_buf_put(src);
+	return ret;
+}
+
+static u32 peach2_xfer_desc_flags(u32 xflags)
+{
+	u32 flags = 0;
+
+	if (xflags & PEACH2_XFER_STRIDE_SRC)
+		flags |= PEACH2_DESC_STRIDE_SRC;
+	if (xflags & PEACH2_XFER_STRIDE_DST)
+		flags |= PEACH2_DESC_STRIDE_DST;
+	if (xflags & PEACH2_XFER_IMM)
+		flags |= PEACH2_DESC_IMM;
+	return flags;
+}
+
+/*
+ * The descriptors of one checked transfer, into @out (NULL: only count
+ * them). Stops counting past @room. Each piece is contiguous on both sides
+ * and in one chunk of each local buffer; pieces keep the transfer's order.
+ */
+static u32 peach2_xfer_split(const struct peach2_xfer *x,
+			     const struct peach2_buf *src,
+			     const struct peach2_buf *dst,
+			     struct peach2_desc *out, u32 room)
+{
+	const struct peach2_mem *smem, *dmem = NULL;
+	u64 soff = x->src_offset, doff = x->dst, left = x->len, piece;
+	u64 saddr, daddr;
+	u32 n = 0;
+
+	if (x->flags & PEACH2_XFER_IMM || x->burst) {
+		if (out) {
+			memset(out, 0, sizeof(*out));
+			out->src = x->imm;
+			if (src) {
+				smem = peach2_buf_chunk(src, soff);
+				out->src = smem->dma + (soff - smem->offset);
+			}
+			out->dst = doff;
+			if (dst) {
+				dmem = peach2_buf_chunk(dst, doff);
+				out->dst = peach2_buf_global_addr(dst, dmem) +
+					   (doff - dmem->offset);
+			}
+			out->len = x->len;
+			out->burst = x->burst;
+			out->gap = x->gap;
+			out->flags = peach2_xfer_desc_flags(x->flags);
+		}
+		return 1;
+	}
+
+	while (left && n <= room) {
+		smem = peach2_buf_chunk(src, soff);
+		piece = min(left, smem->offset + smem->len - soff);
+		if (dst) {
+			dmem = peach2_buf_chunk(dst, doff);
+			piece = min(piece, dmem->offset + dmem->len - doff);
+		}
+		piece = min_t(u64, piece, PEACH2_DMA_MAX_LEN);
+		if (out && n < room) {
+			saddr = smem->dma + (soff - smem->offset);
+			daddr = dst ? peach2_buf_global_addr(dst, dmem) +
+				      (doff - dmem->offset) : doff;
+			memset(&out[n], 0, sizeof(out[n]));
+			out[n].src = saddr;
+			out[n].dst = daddr;
+			out[n].len = piece;
+		}
+		n++;
+		soff += piece;
+		doff += piece;
+		left -= piece;
+	}
+	return n;
+}
+
+/*
+ * Check @count transfers and build their descriptors (not yet placed
+ * anywhere). Takes a reference on every buffer they touch.
+ */
+static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
+					     const struct peach2_xfer *xfers,
+					     u32 count, u32 flags)
+{
+	struct peach2_buf *src, *dst;
+	struct peach2_prog *prog;
+	u32 i, n, b, pos, total = 0;
+	int ret;
+
+	prog = kzalloc(sizeof(*prog), GFP_KERNEL);
+	if (!prog)
+		return ERR_PTR(-ENOMEM);
+	prog->ctx = ctx;
+	if (flags & PEACH2_DMA_REG_MODE)
+		prog->mode = PEACH2_PROG_REG;
+	else if (flags & PEACH2_DMA_HOST_DESC)
+		prog->mode = PEACH2_PROG_HOST;
+	else
+		prog->mode = PEACH2_PROG_CARD;
+
+	prog->bufs = kvmalloc_array(2 * count, sizeof(*prog->bufs),
+				    GFP_KERNEL);
+	if (!prog->bufs) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	/* Pass 1: check, take references, count descriptors. */
+	for (i = 0; i < count; i++) {
+		ret = peach2_xfer_check(ctx, &xfers[i], i, &src, &dst);
+		if (ret)
+			goto err;
+		if (src)
+			prog->bufs[prog->nr_bufs++] = src;
+		if (dst)
+			prog->bufs[prog->nr_bufs++] = dst;
+		n = peach2_xfer_split(&xfers[i], src, dst, NULL,
+				      PEACH2_DMA_MAX_CHAIN - total);
+		if (n > PEACH2_DMA_MAX_CHAIN - total) {
+			dev_dbg(&ctx->p2->pdev->dev,
+				"more than %u descriptors after splitting\n",
+				PEACH2_DMA_MAX_CHAIN);
+			ret = -EINVAL;
+			goto err;
+		}
+		total += n;
+	}
+	if (prog->mode == PEACH2_PROG_REG && total != 1) {
+		dev_dbg(&ctx->p2->pdev->dev,
+			"register mode needs exactly one descriptor, not %u\n",
+			total);
+		ret = -EINVAL;
+		goto err;
+	}
+
+	if (atomic_add_return(total, &ctx->dma_descs) > PEACH2_DMA_FD_DESCS) {
+		atomic_sub(total, &ctx->dma_descs);
+		ret = -ENOSPC;
+		goto err;
+	}
+	prog->nr_desc = total;
+
+	/* Pass 2: fill them in. */
+	prog->descs = kvmalloc_array(total, sizeof(*prog->descs), GFP_KERNEL);
+	if (!prog->descs) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (i = 0, b = 0, pos = 0; i < count; i++) {
+		const struct peach2_xfer *x = &xfers[i];
+
+		/* The buffers of pass 1, in the same order. */
+		src = x->flags & PEACH2_XFER_IMM ? NULL : prog->bufs[b++];
+		dst = x->dst_handle ? prog->bufs[b++] : NULL;
+		pos += peach2_xfer_split(x, src, dst, prog->descs + pos,
+					 total - pos);
+	}
+	WARN_ON(pos != total);
+	return prog;
+
+err:
+	peach2_prog_free(prog);
+	return ERR_PTR(ret);
+}
+
+static void peach2_desc_to_le(const struct peach2_desc *d, u32 next,
+			      u32 flags, struct peach2_desc_le *le)
+{
+	le->src = cpu_to_le64(d->src);
+	le->dst = cpu_to_le64(d->dst);
+	le->len = cpu_to_le32(d->len);
+	le->burst = cpu_to_le16(d->burst);
+	le->gap = cpu_to_le16(d->gap);
+	le->next = cpu_to_le32(next);
+	le->flags = cpu_to_le32(d->flags | flags);
+}
+
+/* On-card: take slots, write the descriptors, link them by index. */
+static int peach2_prog_place_card(struct peach2_prog *prog)
+{
+	struct peach2_dev *p2 = prog->ctx->p2;
+	void __iomem *slot;
+	u32 i, bit = 0, next, flags;
+	const struct peach2_desc *d;
+
+	if (prog->nr_desc > PEACH2_DESC_MAX) {
+		dev_dbg(&p2->pdev->dev, "%u descriptors do not fit in descriptor RAM\n",
+			prog->nr_desc);
+		return -ENOSPC;
+	}
+	prog->slots = kmalloc_array(prog->nr_desc, sizeof(*prog->slots),
+				    GFP_KERNEL);
+	if (!prog->slots)
+		return -ENOMEM;
+
+	mutex_lock(&p2->desc_lock);
+	if (PEACH2_DESC_MAX - p2->desc_used < prog->nr_desc) {
+		mutex_unlock(&p2->desc_lock);
+		kfree(prog->slots);
+		prog->slots = NULL;
+		dev_dbg(&p2->pdev->dev, "%u descriptors wanted, %u slots free\n",
+			prog->nr_desc, PEACH2_DESC_MAX - p2->desc_used);
+		return -ENOSPC;
+	}
+	for (i = 0; i < prog->nr_desc; i++) {
+		bit = find_next_zero_bit(p2->desc_map, PEACH2_DESC_MAX, bit);
+		__set_bit(bit, p2->desc_map);
+		prog->slots[i] = bit;
+	}
+	p2->desc_used += prog->nr_desc;
+	mutex_unlock(&p2->desc_lock);
+
+	for (i = 0; i < prog->nr_desc; i++) {
+		d = &prog->descs[i];
+		slot = p2->cardmem + PEACH2_DESC_RAM_OFF +
+		       prog->slots[i] * PEACH2_DESC_SIZE;
+		if (i + 1 < prog->nr_desc) {
+			next = prog->slots[i + 1];
+			flags = 0;
+		} else {
+			next = 0;
+			flags = PEACH2_DESC_LAST;
+		}
+		writeq(d->src, slot + offsetof(struct peach2_desc, src));
+		writeq(d->dst, slot + offsetof(struct peach2_desc, dst));
+		writel(d->len, slot + offsetof(struct peach2_desc, len));
+		writel(d->burst | (u32)d->gap << 16,
+		       slot + offsetof(struct peach2_desc, burst));
+		writel(next, slot + offsetof(struct peach2_desc, next));
+		writel(d->flags | flags,
+		       slot + offsetof(struct peach2_desc, flags));
+	}
+	return 0;
+}
+
+/* Host: one coherent array (below 4 GiB: `next` is 32 bits), linked. */
+static int peach2_prog_place_host(struct peach2_prog *prog)
+{
+	struct peach2_dev *p2 = prog->ctx->p2;
+	struct device *dev = &p2->pdev->dev;
+	size_t size = prog->nr_desc * sizeof(*prog->host);
+	u32 i, next, flags;
+	u64 end;
+
+	prog->host = dma_alloc_coherent(dev, size, &prog->host_dma,
+					GFP_KERNEL | __GFP_NOWARN);
+	if (!prog->host)
+		return -ENOMEM;
+	end = (u64)prog->host_dma + size;
+	if (prog->host_dma % 16 || end > BIT_ULL(32)) {
+		dev_warn_ratelimited(dev, "descriptor array at %pad is not addressable by the card\n",
+				     &prog->host_dma);
+		return -ENOMEM;		/* freed with the prog */
+	}
+	for (i = 0; i < prog->nr_desc; i++) {
+		if (i + 1 < prog->nr_desc) {
+			next = prog->host_dma + (i + 1) * sizeof(*prog->host);
+			flags = PEACH2_DESC_NEXT_HOST;
+		} else {
+			next = 0;
+			flags = PEACH2_DESC_LAST;
+		}
+		peach2_desc_to_le(&prog->descs[i], next, flags,
+				  &prog->host[i]);
+	}
+	return 0;
+}
+
+/*
+ * Put the descriptors where the card reads them. Caller holds p2->lock for
+ * reading and has checked !p2->dead (on-card descriptors are MMIO writes).
+ */
+static int peach2_prog_place(struct peach2_prog *prog)
+{
+	int ret = 0;
+
+	switch (prog->mode) {
+	case PEACH2_PROG_CARD:
+		ret = peach2_prog_place_card(prog);
+		break;
+	case PEACH2_PROG_HOST:
+		ret = peach2_prog_place_host(prog);
+		break;
+	case PEACH2_PROG_REG:
+		return 0;		/* keeps its one descriptor */
+	}
+	if (!ret) {
+		kvfree(prog->descs);
+		prog->descs = NULL;
+	}
+	return ret;
+}
+
+/* ---- runs and channels ------------------------------------------------- */
+
+static void peach2_run_release(struct kref *ref)
+{
+	struct peach2_run *run = container_of(ref, struct peach2_run, ref);
+
+	WARN_ON(run->prog);
+	peach2_file_put(run->ctx);
+	kfree(run);
+}
+
+static void peach2_run_put(struct peach2_run *run)
+{
+	kref_put(&run->ref, peach2_run_release);
+}
+
+static void peach2_chain_free(struct peach2_chain *chain)
+{
+	peach2_prog_free(chain->prog);
+	kfree(chain);
+}
+
+/* A chain's run has ended: it may start again, or go if it was orphaned. */
+static void peach2_chain_idle(struct peach2_file *ctx,
+			      struct peach2_chain *chain)
+{
+	bool orphan;
+
+	xa_lock(&ctx->chains);
+	chain->busy = false;
+	orphan = chain->orphan;
+	xa_unlock(&ctx->chains);
+	if (orphan)
+		peach2_chain_free(chain);
+}
+
+/* Give back what the run used: a one-shot list's descriptors and buffers. */
+static void peach2_run_release_res(struct peach2_run *run)
+{
+	if (run->chain) {
+		peach2_chain_idle(run->ctx, run->chain);
+		run->chain = NULL;
+	} else {
+		peach2_prog_free(run->prog);
+	}
+	run->prog = NULL;
+}
+
+/* Tell the run's file: it is done, with @status and @bytes. */
+static void peach2_run_report(struct peach2_run *run, u32 status, u64 bytes)
+{
+	struct peach2_file *ctx = run->ctx;
+	struct peach2_run *evict = NULL;
+
+	xa_lock(&ctx->tickets);
+	run->status = status;
+	run->bytes = bytes;
+	WRITE_ONCE(run->done, true);
+	ctx->nr_running--;
+	if (!ctx->closing) {
+		list_add_tail(&run->done_node, &ctx->done);
+		if (++ctx->nr_done > PEACH2_DMA_MAX_DONE) {
+			/* Forget the oldest unwaited ticket. */
+			evict = list_first_entry(&ctx->done, struct peach2_run,
+						 done_node);
+			list_del(&evict->done_node);
+			ctx->nr_done--;
+			__xa_erase(&ctx->tickets, evict->ticket);
+		}
+	}
+	xa_unlock(&ctx->tickets);
+	wake_up_interruptible_all(&ctx->dma_wq);
+	if (evict)
+		peach2_run_put(evict);		/* the table's reference */
+}
+
+/* Release, report, and drop the channel's reference. No locks held. */
+static void peach2_run_finish(struct peach2_run *run, u32 status, u64 bytes)
+{
+	peach2_run_release_res(run);
+	peach2_run_report(run, status, bytes);
+	peach2_run_put(run);
+}
+
+static void peach2_chan_wd_arm(struct peach2_dma_chan *c)
+{
+	unsigned int ms = max(READ_ONCE(peach2_dma_timeout_ms), 100u);
+
+	mod_delayed_work(system_wq, &c->watchdog, msecs_to_jiffies(ms));
+}
+
+/* Program the channel and start @run. Channel lock held, channel idle. */
+static void peach2_chan_start(struct peach2_dma_chan *c,
+			      struct peach2_run *run)
+{
+	void __iomem *regs = c->p2->regs;
+	const struct peach2_prog *prog = run->prog;
+	const struct peach2_desc *d;
+	unsigned int ch = c->idx;
+	u64 head;
+
+	switch (prog->mode) {
+	case PEACH2_PROG_REG:
+		d = &prog->descs[0];
+		writel(lower_32_bits(d->src), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_LO));
+		writel(upper_32_bits(d->src), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_HI));
+		writel(lower_32_bits(d->dst), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO));
+		writel(upper_32_bits(d->dst), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_DST_HI));
+		writel(d->len, regs + PEACH2_REG_DMA(ch, PEACH2_DMA_LEN));
+		writel(d->burst | (u32)d->gap << 16,
+		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_BLOCK));
+		writel(d->flags, regs + PEACH2_REG_DMA(ch, PEACH2_DMA_FLAGS));
+		writel(PEACH2_DMA_CTRL_START_REG,
+		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL));
+		break;
+	case PEACH2_PROG_CARD:
+	case PEACH2_PROG_HOST:
+		if (prog->mode == PEACH2_PROG_CARD)
+			head = prog->slots[0];
+		else
+			head = prog->host_dma | PEACH2_DMA_HEAD_HOST;
+		writel(lower_32_bits(head),
+		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_LO));
+		writel(upper_32_bits(head),
+		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_HI));
+		writel(PEACH2_DMA_CTRL_START_CHAIN,
+		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL));
+		break;
+	}
+	c->cur = run;
+	c->wd_bytes = 0;
+	c->wd_descs = 0;
+	peach2_chan_wd_arm(c);
+}
+
+/*
+ * The current run has ended with @status: count it, start the next one.
+ * Returns the ended run (the channel's reference goes to the caller).
+ */
+static struct peach2_run *peach2_chan_retire(struct peach2_dma_chan *c,
+					     u32 status)
+{
+	struct peach2_run *run = c->cur, *next;
+
+	c->cur = NULL;
+	c->completed++;
+	if (status)
+		c->errors++;
+	next = list_first_entry_or_null(&c->queue, struct peach2_run, node);
+	if (next && !c->stopped && !c->wedged) {
+		list_del(&next->node);
+		c->nr_queued--;
+		peach2_chan_start(c, next);
+	} else {
+		cancel_delayed_work(&c->watchdog);
+	}
+	return run;
+}
+
+/*
+ * If the card says the channel has ended: collect status and bytes, clear
+ * STATUS and the interrupt (in that order, so that the next run's end
+ * raises a new one), retire the run. Channel lock held.
+ */
+static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
+					   u32 *status, u64 *bytes)
+{
+	struct peach2_dev *p2 = c->p2;
+	unsigned int ch = c->idx;
+	u32 st;
+
+	st = readl(p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+	if (st == U32_MAX || !(st & PEACH2_DMA_ST_ENDED)) {
+		writel(PEACH2_INT_DMA(ch), p2->regs + PEACH2_REG_INT_STATUS);
+		return NULL;
+	}
+	*bytes = peach2_read64(p2, PEACH2_REG_DMA(ch, PEACH2_DMA_BYTES_LO));
+	*status = 0;
+	if (st & PEACH2_DMA_ST_ERROR) {
+		*status = (st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff;
+		if (!*status)
+			*status = PEACH2_ERR_DMA_ABORTED;
+	}
+	writel(PEACH2_DMA_ST_ENDED,
+	       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+	writel(PEACH2_INT_DMA(ch), p2->regs + PEACH2_REG_INT_STATUS);
+	if (!c->cur)
+		return NULL;	/* left over from before us */
+	if (*status)
+		dev_dbg(&p2->pdev->dev, "DMA channel %u: run ended with error %u (%s) after %llu bytes\n",
+			ch, *status, peach2_err_name(*status), *bytes);
+	return peach2_chan_retire(c, *status);
+}
+
+static irqreturn_t peach2_dma_irq_thread(int irq, void *data)
+{
+	struct peach2_dma_chan *c = data;
+	struct peach2_run *run;
+	u32 status = 0;
+	u64 bytes = 0;
+
+	mutex_lock(&c->lock);
+	run = peach2_chan_reap(c, &status, &bytes);
+	mutex_unlock(&c->lock);
+	if (run)
+		peach2_run_finish(run, status, bytes);
+	return IRQ_HANDLED;
+}
+
+/*
+ * Stop the channel's current run. Returns true when the card confirmed it;
+ * false leaves the channel wedged. Channel lock held.
+ */
+static bool peach2_chan_abort(struct peach2_dma_chan *c)
+{
+	void __iomem *st_reg = c->p2->regs +
+			       PEACH2_REG_DMA(c->idx, PEACH2_DMA_STATUS);
+	u32 st;
+
+	writel(PEACH2_DMA_CTRL_ABORT,
+	       c->p2->regs + PEACH2_REG_DMA(c->idx, PEACH2_DMA_CTRL));
+	if (!readl_poll_timeout(st_reg, st,
+				st == U32_MAX || !(st & PEACH2_DMA_ST_BUSY),
+				100, PEACH2_DMA_ABORT_US))
+		return true;
+	dev_err(&c->p2->pdev->dev, "DMA channel %u does not stop (status %#x); not using it any more\n",
+		c->idx, st);
+	c->wedged = true;
+	return false;
+}
+
+/*
+ * The watchdog: a run that has made no progress (bytes, descriptors) for a
+ * whole period is aborted and completes with PEACH2_ERR_DMA_ABORTED.
+ */
+static void peach2_dma_watchdog(struct work_struct *work)
+{
+	struct peach2_dma_chan *c = container_of(to_delayed_work(work),
+						 struct peach2_dma_chan,
+						 watchdog);
+	struct peach2_dev *p2 = c->p2;
+	struct peach2_run *run = NULL, *stuck = NULL, *tmp;
+	LIST_HEAD(dropped);
+	u32 status = 0, descs;
+	u64 bytes = 0;
+
+	mutex_lock(&c->lock);
+	if (!c->cur || c->stopped)
+		goto out;
+	/* An end whose interrupt we have not seen (yet): take it now. */
+	run = peach2_chan_reap(c, &status, &bytes);
+	if (run)
+		goto out;
+
+	bytes = peach2_read64(p2, PEACH2_REG_DMA(c->idx, PEACH2_DMA_BYTES_LO));
+	descs = readl(p2->regs + PEACH2_REG_DMA(c->idx, PEACH2_DMA_DONE_DESCS));
+	if (bytes != c->wd_bytes || descs != c->wd_descs) {
+		c->wd_bytes = bytes;
+		c->wd_descs = descs;
+		peach2_chan_wd_arm(c);
+		goto out;
+	}
+
+	dev_warn(&p2->pdev->dev, "DMA channel %u: no progress for %u ms after %llu bytes; aborting the run\n",
+		 c->idx, peach2_dma_timeout_ms, bytes);
+	if (peach2_chan_abort(c)) {
+		/* Normally ERROR + DMA_ABORTED; DONE if it just made it. */
+		run = peach2_chan_reap(c, &status, &bytes);
+		if (!run) {
+			status = PEACH2_ERR_DMA_ABORTED;
+			run = peach2_chan_retire(c, status);
+		}
+	} else {
+		/*
+		 * The card may still touch the run's memory: keep it (until
+		 * remove() stops bus mastering), but tell the waiter. The
+		 * queued runs never started; they end here too.
+		 */
+		stuck = c->cur;
+		c->stuck = stuck;
+		c->cur = NULL;
+		c->completed++;
+		c->errors++;
+		list_splice_init(&c->queue, &dropped);
+		c->nr_queued = 0;
+	}
+out:
+	mutex_unlock(&c->lock);
+	if (run)
+		peach2_run_finish(run, status, bytes);
+	if (stuck)
+		peach2_run_report(stuck, PEACH2_ERR_DMA_ABORTED, bytes);
+	list_for_each_entry_safe(run, tmp, &dropped, node) {
+		list_del(&run->node);
+		peach2_run_finish(run, PEACH2_ERR_DMA_ABORTED, 0);
+	}
+}
+
+/* The channel for a new run: @want, or the least loaded usable one. */
+static int peach2_chan_pick(struct peach2_dev *p2, u32 want)
+{
+	unsigned int ch, load, best_load = UINT_MAX;
+	int best = -EIO;
+
+	if (want != PEACH2_DMA_ANY_CHANNEL)
+		return want;
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+
+		if (READ_ONCE(c->wedged))
+			continue;
+		load = !!READ_ONCE(c->cur) + READ_ONCE(c->nr_queued);
+		if (load < best_load) {
+			best = ch;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+/* Start @run on channel @ch now, or queue it. Caller holds p2->lock. */
+static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
+			      struct peach2_run *run)
+{
+	struct peach2_dma_chan *c = &p2->dma[ch];
+	int ret = 0;
+
+	mutex_lock(&c->lock);
+	if (c->stopped) {
+		ret = -ENODEV;
+	} else if (c->wedged) {
+		ret = -EIO;
+	} else if (!c->cur) {
+		peach2_chan_start(c, run);
+	} else {
+		list_add_tail(&run->node, &c->queue);
+		c->nr_queued++;
+	}
+	mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* ---- probe / remove ------------------------------------------------------ */
+
+void peach2_dma_init(struct peach2_dev *p2)
+{
+	unsigned int ch;
+	u32 st;
+
+	mutex_init(&p2->desc_lock);
+	bitmap_zero(p2->desc_map, PEACH2_DESC_MAX);
+	p2->desc_used = 0;
+	p2->cardmem = pcim_iomap_table(p2->pdev)[PEACH2_BAR_CARDMEM];
+
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+
+		c->p2 = p2;
+		c->idx = ch;
+		mutex_init(&c->lock);
+		INIT_LIST_HEAD(&c->queue);
+		INIT_DELAYED_WORK(&c->watchdog, peach2_dma_watchdog);
+
+		/* A run a previous driver instance left behind. */
+		st = readl(p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+		if (st & PEACH2_DMA_ST_BUSY) {
+			dev_info(&p2->pdev->dev, "DMA channel %u busy at probe: aborting\n",
+				 ch);
+			mutex_lock(&c->lock);
+			peach2_chan_abort(c);
+			mutex_unlock(&c->lock);
+		}
+		writel(PEACH2_DMA_ST_ENDED,
+		       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+	}
+	writel(PEACH2_INT_DMA_ALL, p2->regs + PEACH2_REG_INT_STATUS);
+}
+
+/* Vectors 1..4 (allocated by the caller). Unwinds itself on failure. */
+int peach2_dma_setup_irqs(struct peach2_dev *p2)
+{
+	struct pci_dev *pdev = p2->pdev;
+	unsigned int ch;
+	int ret;
+
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+
+		snprintf(c->irq_name, sizeof(c->irq_name), "%s-dma%u",
+			 dev_name(&p2->dev), ch);
+		c->irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_DMA(ch));
+		ret = request_threaded_irq(c->irq, NULL, peach2_dma_irq_thread,
+					   IRQF_ONESHOT, c->irq_name, c);
+		if (ret) {
+			dev_err(&pdev->dev, "cannot request irq %d for DMA channel %u: %d\n",
+				c->irq, ch, ret);
+			c->irq = 0;
+			while (ch--) {
+				free_irq(p2->dma[ch].irq, &p2->dma[ch]);
+				p2->dma[ch].irq = 0;
+			}
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * remove(): called after p2->dead is set (no new runs can be queued). Abort
+ * the channels, complete every run with PEACH2_ERR_DMA_ABORTED (waking its
+ * waiters), release the interrupts. The registers are still mapped.
+ */
+void peach2_dma_shutdown(struct peach2_dev *p2)
+{
+	struct peach2_run *run, *tmp;
+	unsigned int ch;
+	bool quiet = true;
+	LIST_HEAD(ended);
+
+	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+
+		mutex_lock(&c->lock);
+		c->stopped = true;
+		mutex_unlock(&c->lock);
+		if (c->irq) {
+			free_irq(c->irq, c);	/* waits for the thread */
+			c->irq = 0;
+		}
+		cancel_delayed_work_sync(&c->watchdog);
+	}
+
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+		u32 status = PEACH2_ERR_DMA_ABORTED;
+		u64 bytes = 0;
+
+		mutex_lock(&c->lock);
+		if (c->cur) {
+			if (!peach2_chan_abort(c))
+				quiet = false;
+			/* As the card saw it: aborted, or done just now. */
+			run = peach2_chan_reap(c, &status, &bytes);
+			if (!run) {
+				bytes = peach2_read64(p2,
+						      PEACH2_REG_DMA(ch, PEACH2_DMA_BYTES_LO));
+				status = PEACH2_ERR_DMA_ABORTED;
+				run = peach2_chan_retire(c, status);
+			}
+			run->status = status;
+			run->bytes = bytes;
+			list_add_tail(&run->node, &ended);
+		}
+		writel(PEACH2_DMA_ST_ENDED,
+		       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+		list_for_each_entry(run, &c->queue, node)
+			run->status = PEACH2_ERR_DMA_ABORTED;
+		c->completed += c->nr_queued;
+		c->errors += c->nr_queued;
+		c->nr_queued = 0;
+		list_splice_tail_init(&c->queue, &ended);
+		if (c->stuck) {
+			quiet = false;
+			list_add_tail(&c->stuck->node, &ended);
+		}
+		mutex_unlock(&c->lock);
+	}
+	writel(PEACH2_INT_DMA_ALL, p2->regs + PEACH2_REG_INT_STATUS);
+
+	/* A channel ignored ABORT: stop all bus mastering before freeing. */
+	if (!quiet)
+		pci_clear_master(p2->pdev);
+
+	list_for_each_entry_safe(run, tmp, &ended, node) {
+		list_del(&run->node);
+		if (run->done) {		/* a stuck one: already reported */
+			peach2_run_release_res(run);
+			peach2_run_put(run);
+		} else {
+			peach2_run_finish(run, run->status, run->bytes);
+		}
+	}
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++)
+		p2->dma[ch].stuck = NULL;
+}
+
+/* ---- per file ----------------------------------------------------------- */
+
+void peach2_dma_file_init(struct peach2_file *ctx)
+{
+	xa_init_flags(&ctx->chains, XA_FLAGS_ALLOC1);
+	xa_init(&ctx->tickets);
+	INIT_LIST_HEAD(&ctx->done);
+	atomic_set(&ctx->dma_descs, 0);
+	init_waitqueue_head(&ctx->dma_wq);
+}
+
+/*
+ * close(): forget the tickets, destroy the chains (those with a run still
+ * queued or running go when it ends). Runs keep their buffers until the
+ * card is done with them.
+ */
+void peach2_dma_file_release(struct peach2_file *ctx)
+{
+	struct peach2_chain *chain;
+	struct peach2_run *run;
+	unsigned long index;
+	bool busy;
+
+	xa_lock(&ctx->tickets);
+	ctx->closing = true;
+	while (!list_empty(&ctx->done))
+		list_del_init(ctx->done.next);
+	ctx->nr_done = 0;
+	xa_unlock(&ctx->tickets);
+	xa_for_each(&ctx->tickets, index, run) {
+		xa_erase(&ctx->tickets, index);
+		peach2_run_put(run);
+	}
+
+	xa_for_each(&ctx->chains, index, chain) {
+		xa_lock(&ctx->chains);
+		__xa_erase(&ctx->chains, index);
+		busy = chain->busy;
+		chain->orphan = busy;
+		xa_unlock(&ctx->chains);
+		if (!busy)
+			peach2_chain_free(chain);
+	}
+}
+
+/* ---- ioctls ---------------------------------------------------------------- */
+
+static struct peach2_xfer *peach2_copy_xfers(u64 uptr, u32 count)
+{
+	if (!count || count > PEACH2_DMA_MAX_XFERS)
+		return ERR_PTR(-EINVAL);
+	return vmemdup_user(u64_to_user_ptr(uptr),
+			    array_size(count, sizeof(struct peach2_xfer)));
+}
+
+/* Check, build and place a prog for @count transfers at user @uptr. */
+static struct peach2_prog *peach2_prog_create(struct peach2_file *ctx,
+					      u64 uptr, u32 count, u32 flags)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_xfer *xfers;
+	struct peach2_prog *prog;
+	int ret;
+
+	xfers = peach2_copy_xfers(uptr, count);
+	if (IS_ERR(xfers))
+		return ERR_CAST(xfers);
+	prog = peach2_prog_build(ctx, xfers, count, flags);
+	kvfree(xfers);
+	if (IS_ERR(prog))
+		return prog;
+
+	down_read(&p2->lock);
+	ret = p2->dead ? -ENODEV : peach2_prog_place(prog);
+	up_read(&p2->lock);
+	if (ret) {
+		peach2_prog_free(prog);		/* outside p2->lock */
+		return ERR_PTR(ret);
+	}
+	return prog;
+}
+
+long peach2_ioctl_chain_create(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_chain_create req;
+	struct peach2_chain *chain;
+	struct peach2_prog *prog;
+	u32 id;
+	int ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.reserved[0] || req.reserved[1] ||
+	    req.flags & ~(PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE) ||
+	    (req.flags & PEACH2_DMA_HOST_DESC &&
+	     req.flags & PEACH2_DMA_REG_MODE))
+		return -EINVAL;
+
+	chain = kzalloc(sizeof(*chain), GFP_KERNEL);
+	if (!chain)
+		return -ENOMEM;
+	prog = peach2_prog_create(ctx, req.xfers, req.count, req.flags);
+	if (IS_ERR(prog)) {
+		kfree(chain);
+		return PTR_ERR(prog);
+	}
+	chain->prog = prog;
+
+	/* Reserve the id, tell user space, then publish (as ALLOC does). */
+	ret = xa_alloc_cyclic(&ctx->chains, &id, NULL,
+			      XA_LIMIT(1, PEACH2_DMA_MAX_CHAINS),
+			      &ctx->next_chain, GFP_KERNEL);
+	if (ret < 0) {
+		peach2_chain_free(chain);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	req.chain = id;
+	req.nr_desc = prog->nr_desc;
+	if (copy_to_user(argp, &req, sizeof(req))) {
+		xa_release(&ctx->chains, id);
+		peach2_chain_free(chain);
+		return -EFAULT;
+	}
+	xa_store(&ctx->chains, id, chain, GFP_KERNEL);
+	return 0;
+}
+
+long peach2_ioctl_chain_destroy(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_chain_destroy req;
+	struct peach2_chain *chain;
+	int ret = 0;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.flags)
+		return -EINVAL;
+
+	xa_lock(&ctx->chains);
+	chain = xa_load(&ctx->chains, req.chain);
+	if (!chain)
+		ret = -ENOENT;
+	else if (chain->busy)
+		ret = -EBUSY;
+	else
+		__xa_erase(&ctx->chains, req.chain);
+	xa_unlock(&ctx->chains);
+	if (!ret)
+		peach2_chain_free(chain);
+	return ret;
+}
+
+/* Wait (interruptibly) until @run is done; 0, -ETIMEDOUT or -ERESTARTSYS. */
+static int peach2_run_wait(struct peach2_file *ctx, struct peach2_run *run,
+			   u32 timeout_ms, bool forever)
+{
+	long left;
+
+	if (forever)
+		return wait_event_interruptible(ctx->dma_wq,
+						READ_ONCE(run->done));
+	if (!timeout_ms)
+		return READ_ONCE(run->done) ? 0 : -ETIMEDOUT;
+	left = wait_event_interruptible_timeout(ctx->dma_wq,
+						READ_ONCE(run->done),
+						msecs_to_jiffies(timeout_ms));
+	if (left < 0)
+		return left;
+	return left ? 0 : -ETIMEDOUT;
+}
+
+/*
+ * Take a done run's result out of the table (a ticket is waited once).
+ * Returns false when someone else took it first (or it was forgotten).
+ */
+static bool peach2_run_claim(struct peach2_file *ctx, struct peach2_run *run,
+			     u32 *status, u64 *bytes)
+{
+	bool claimed = false;
+
+	xa_lock(&ctx->tickets);
+	*status = run->status;
+	*bytes = run->bytes;
+	if (xa_load(&ctx->tickets, run->ticket) == run) {
+		__xa_erase(&ctx->tickets, run->ticket);
+		list_del(&run->done_node);
+		ctx->nr_done--;
+		claimed = true;
+	}
+	xa_unlock(&ctx->tickets);
+	if (claimed)
+		peach2_run_put(run);		/* the table's reference */
+	return claimed;
+}
+
+long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_chain *chain = NULL;
+	struct peach2_prog *prog = NULL;
+	struct peach2_dma_start req;
+	struct peach2_run *run;
+	bool wait;
+	u64 bytes;
+	int ch, ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.reserved[0] || req.reserved[1] ||
+	    req.flags & ~PEACH2_DMA_FLAGS_ALL ||
+	    (req.flags & PEACH2_DMA_HOST_DESC &&
+	     req.flags & PEACH2_DMA_REG_MODE) ||
+	    (req.channel >= PEACH2_DMA_CHANNELS &&
+	     req.channel != PEACH2_DMA_ANY_CHANNEL))
+		return -EINVAL;
+	wait = req.flags & PEACH2_DMA_WAIT;
+	if (!wait && req.timeout_ms)
+		return -EINVAL;
+	/* A chain's descriptor mode was chosen at CHAIN_CREATE. */
+	if (req.chain && (req.count || req.xfers ||
+			  req.flags & ~PEACH2_DMA_WAIT))
+		return -EINVAL;
+
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	if (!run)
+		return -ENOMEM;
+	kref_init(&run->ref);		/* the channel's (or ours on failure) */
+	INIT_LIST_HEAD(&run->node);
+	INIT_LIST_HEAD(&run->done_node);
+
+	if (req.chain) {
+		xa_lock(&ctx->chains);
+		chain = xa_load(&ctx->chains, req.chain);
+		if (!chain)
+			ret = -ENOENT;
+		else if (chain->busy)
+			ret = -EBUSY;
+		else
+			ret = 0;
+		if (!ret)
+			chain->busy = true;
+		xa_unlock(&ctx->chains);
+		if (ret) {
+			kfree(run);
+			return ret;
+		}
+		run->chain = chain;
+		run->prog = chain->prog;
+	} else {
+		prog = peach2_prog_create(ctx, req.xfers, req.count,
+					  req.flags);
+		if (IS_ERR(prog)) {
+			kfree(run);
+			return PTR_ERR(prog);
+		}
+		run->prog = prog;
+	}
+	kref_get(&ctx->ref);
+	run->ctx = ctx;
+
+	xa_lock(&ctx->tickets);
+	if (ctx->nr_running >= PEACH2_DMA_MAX_RUNNING) {
+		ret = -EAGAIN;
+	} else {
+		ctx->nr_running++;
+		run->ticket = ++ctx->last_ticket;
+		ret = 0;
+	}
+	xa_unlock(&ctx->tickets);
+	if (ret)
+		goto err_run;
+	kref_get(&run->ref);		/* the table's */
+	ret = xa_insert(&ctx->tickets, run->ticket, run, GFP_KERNEL);
+	if (ret) {
+		kref_put(&run->ref, peach2_run_release); /* cannot be last */
+		goto err_running;
+	}
+
+	req.ticket = run->ticket;
+	req.status = 0;
+	if (wait)
+		kref_get(&run->ref);	/* ours, while we wait */
+
+	down_read(&p2->lock);
+	ch = p2->dead ? -ENODEV : peach2_chan_pick(p2, req.channel);
+	ret = ch < 0 ? ch : peach2_chan_submit(p2, ch, run);
+	up_read(&p2->lock);
+	if (ret) {
+		xa_erase(&ctx->tickets, run->ticket);
+		peach2_run_put(run);	/* the table's; cannot be last */
+		if (wait)
+			peach2_run_put(run);
+		goto err_running;
+	}
+	/* From here on the run completes on its own. */
+
+	if (copy_to_user(argp, &req, sizeof(req))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	if (!wait)
+		return 0;
+
+	ret = peach2_run_wait(ctx, run, req.timeout_ms, !req.timeout_ms);
+	if (ret) {
+		/* The DMA goes on; the ticket (already copied) is valid. */
+		if (ret == -ERESTARTSYS)
+			ret = -EINTR;	/* a restart would start it again */
+		goto out;
+	}
+	peach2_run_claim(ctx, run, &req.status, &bytes);
+	if (copy_to_user(argp, &req, sizeof(req)))
+		ret = -EFAULT;
+out:
+	if (wait)
+		peach2_run_put(run);
+	return ret;
+
+err_running:
+	xa_lock(&ctx->tickets);
+	ctx->nr_running--;
+	xa_unlock(&ctx->tickets);
+err_run:
+	peach2_run_release_res(run);
+	peach2_run_put(run);
+	return ret;
+}
+
+long peach2_ioctl_dma_wait(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dma_wait req;
+	struct peach2_run *run;
+	int ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.reserved)
+		return -EINVAL;
+
+	xa_lock(&ctx->tickets);
+	run = req.ticket == (unsigned long)req.ticket ?
+	      xa_load(&ctx->tickets, req.ticket) : NULL;
+	if (run)
+		kref_get(&run->ref);
+	xa_unlock(&ctx->tickets);
+	if (!run)
+		return -ENOENT;
+
+	ret = peach2_run_wait(ctx, run, req.timeout_ms, false);
+	if (!ret && !peach2_run_claim(ctx, run, &req.status, &req.bytes))
+		ret = -ENOENT;		/* another thread waited for it */
+	peach2_run_put(run);
+	if (ret)
+		return ret;
+	if (copy_to_user(argp, &req, sizeof(req)))
+		return -EFAULT;
+	return 0;
+}
+
+__poll_t peach2_dma_poll(struct file *filp, struct poll_table_struct *wait)
+{
+	struct peach2_file *ctx = filp->private_data;
+
+	poll_wait(filp, &ctx->dma_wq, wait);
+	return READ_ONCE(ctx->nr_done) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/* sysfs `dma`: a line per channel. */
+int peach2_dma_show(struct peach2_dev *p2, char *buf)
+{
+	unsigned int ch;
+	int len = 0;
+
+	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
+		struct peach2_dma_chan *c = &p2->dma[ch];
+		const char *state;
+
+		mutex_lock(&c->lock);
+		state = c->wedged ? "wedged" : c->cur ? "busy" : "idle";
+		len += sysfs_emit_at(buf, len,
+				     "ch%u %s queued=%u completed=%llu errors=%llu\n",
+				     ch, state, c->nr_queued, c->completed,
+				     c->errors);
+		mutex_unlock(&c->lock);
+	}
+	return len;
+}
