@@ -4,7 +4,7 @@
 # Every step is idempotent and cached, so a warm run only redoes what changed.
 
 PY      := /usr/bin/python3
-BUILD   := $(CURDIR)/build
+BUILD   := $(or $(PEACH2_BUILD),$(CURDIR)/build)
 export PEACH2_BUILD := $(BUILD)
 
 .PHONY: all deps qemu kernel driver userlib selftests firmware image \

@@ -430,6 +430,7 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	p2->minor = -1;
 	init_rwsem(&p2->lock);
 	mutex_init(&p2->in_lock);
+	mutex_init(&p2->fw_lock);
 	init_waitqueue_head(&p2->mbox_wq);
 	cdev_init(&p2->cdev, &peach2_fops);
 	p2->cdev.owner = THIS_MODULE;
@@ -489,6 +490,8 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	writel(~(PEACH2_INT_MISC | PEACH2_INT_DMA_ALL),
 	       p2->regs + PEACH2_REG_INT_MASK);
+
+	peach2_fw_probe(p2);
 
 	dev_info(dev, "/dev/%s: node %u of %u, hw %u.%u, window %pa size %llu GiB\n",
 		 dev_name(&p2->dev), p2->node_id, p2->node_count,

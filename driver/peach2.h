@@ -114,6 +114,8 @@ struct peach2_dev {
 
 	/* Serialises the IN_BASE/IN_SIZE/IN_CMD register sequence. */
 	struct mutex in_lock;
+	/* Serialises firmware loads (FW_* registers). */
+	struct mutex fw_lock;
 
 	/*
 	 * All files of this card use @inode's address_space as f_mapping,
@@ -227,6 +229,12 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp);
 long peach2_ioctl_dma_wait(struct peach2_file *ctx, void __user *argp);
 __poll_t peach2_dma_poll(struct file *filp, struct poll_table_struct *wait);
 int peach2_dma_show(struct peach2_dev *p2, char *buf);
+
+/* firmware.c */
+int peach2_fw_load(struct peach2_dev *p2, const char *name);
+void peach2_fw_probe(struct peach2_dev *p2);
+const char *peach2_fw_status_name(u32 status);
+void peach2_fw_topology(struct peach2_dev *p2, char *out, size_t size);
 
 /* sysfs.c */
 extern const struct attribute_group *peach2_groups[];

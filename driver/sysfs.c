@@ -155,6 +155,67 @@ static ssize_t dma_desc_ram_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(dma_desc_ram);
 
+static ssize_t fw_status_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "%s\n",
+			  peach2_fw_status_name(readl(p2->regs + PEACH2_REG_FW_STATUS)));
+}
+static DEVICE_ATTR_RO(fw_status);
+
+static ssize_t fw_version_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", readl(p2->regs + PEACH2_REG_FW_VERSION));
+}
+static DEVICE_ATTR_RO(fw_version);
+
+static ssize_t fw_routes_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", readl(p2->regs + PEACH2_REG_FW_ENTRIES));
+}
+static DEVICE_ATTR_RO(fw_routes);
+
+static ssize_t fw_topology_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	char topology[32];
+
+	peach2_fw_topology(p2, topology, sizeof(topology));
+	return sysfs_emit(buf, "%s\n", topology);
+}
+static DEVICE_ATTR_RO(fw_topology);
+
+/* echo peach2/ring-4.bin > fw_load: load another image (root only). */
+static ssize_t fw_load_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t count)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	char name[128];
+	int ret;
+
+	if (count == 0 || count >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, buf, count);
+	name[count] = '\0';
+	strim(name);
+	if (!name[0] || strstr(name, ".."))
+		return -EINVAL;
+	down_read(&p2->lock);
+	ret = p2->dead ? -ENODEV : peach2_fw_load(p2, name);
+	up_read(&p2->lock);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_WO(fw_load);
+
 static struct attribute *peach2_attrs[] = {
 	&dev_attr_node_id.attr,
 	&dev_attr_node_count.attr,
@@ -169,6 +230,11 @@ static struct attribute *peach2_attrs[] = {
 	&dev_attr_errors_by_code.attr,
 	&dev_attr_dma.attr,
 	&dev_attr_dma_desc_ram.attr,
+	&dev_attr_fw_status.attr,
+	&dev_attr_fw_version.attr,
+	&dev_attr_fw_routes.attr,
+	&dev_attr_fw_topology.attr,
+	&dev_attr_fw_load.attr,
 	NULL
 };
 
