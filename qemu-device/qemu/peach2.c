@@ -63,6 +63,8 @@ struct Peach2State {
     peach2_core *core;
     QEMUBH *flush_bh;
     QEMUTimer *wc_timer;
+    QEMUTimer *dma_timer;
+    int64_t dma_burst_start;
     int64_t last_store_ns;
     Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
 
@@ -93,6 +95,37 @@ static void peach2_kick(void *opaque)
     Peach2State *s = opaque;
 
     qemu_bh_schedule(s->flush_bh);
+}
+
+/*
+ * Pause between slices of a long DMA run. The run goes on in the main loop;
+ * without a pause, slice after slice would keep the BQL and the vCPU could
+ * not take its timer and device interrupts until the whole copy was done.
+ * The timer only schedules the bottom half, which runs under the device's
+ * re-entrancy guard (a DMA aimed at this device's own BARs must not re-enter
+ * the model).
+ */
+/*
+ * The main loop may run at real-time priority (scripts/cluster.py), so the
+ * pause must also leave the vCPU a fair share of the host CPU: half of it.
+ */
+#define PEACH2_DMA_BURST_NS 500000 /* slices back to back for this long */
+#define PEACH2_DMA_PAUSE_NS 500000 /* then the BQL and the CPU are free */
+
+static void peach2_defer(void *opaque)
+{
+    Peach2State *s = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (timer_pending(s->dma_timer)) {
+        return;
+    }
+    if (now - s->dma_burst_start < PEACH2_DMA_BURST_NS) {
+        qemu_bh_schedule(s->flush_bh);
+        return;
+    }
+    s->dma_burst_start = now + PEACH2_DMA_PAUSE_NS;
+    timer_mod(s->dma_timer, s->dma_burst_start);
 }
 
 static void peach2_notify(void *opaque, unsigned vector)
@@ -200,8 +233,8 @@ static void peach2_wc_timer(void *opaque)
         return;
     }
     trace_peach2_wc_flush(s->node_id);
-    peach2_core_flush(s->core);
-    peach2_drain_all(s);
+    /* Through the bottom half: it runs under the device's re-entrancy guard. */
+    qemu_bh_schedule(s->flush_bh);
 }
 
 static int peach2_port_can_receive(void *opaque)
@@ -340,6 +373,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .dma_write = peach2_dma_write,
         .dma_read = peach2_dma_read,
         .kick = peach2_kick,
+        .defer = peach2_defer,
         .notify = peach2_notify,
         .log = peach2_log,
     };
@@ -355,6 +389,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->flush_bh = qemu_bh_new_guarded(peach2_flush_bh, s,
                                       &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
+    s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_kick, s);
     cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -391,6 +426,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         s->flush_bh = NULL;
         timer_free(s->wc_timer);
         s->wc_timer = NULL;
+        timer_free(s->dma_timer);
+        s->dma_timer = NULL;
         cpu_wc_flush_unregister(peach2_wc_fence, s);
         return;
     }
@@ -431,6 +468,7 @@ static void peach2_exit(PCIDevice *pdev)
     }
     if (s->wc_timer) {
         timer_free(s->wc_timer);
+        timer_free(s->dma_timer);
         cpu_wc_flush_unregister(peach2_wc_fence, s);
     }
     peach2_core_free(s->core);

@@ -44,6 +44,11 @@ typedef struct peach2_core_host {
 	 * half). Each flush does a bounded amount of DMA work and kicks again
 	 * if more is left. */
 	void (*kick)(void *opaque);
+	/* A DMA run has more work after its bounded slice: call
+	 * peach2_core_flush() again *after a short pause*, so the CPUs get the
+	 * I/O lock in between (a long copy must not starve the guest's timers
+	 * and interrupts). May be NULL: kick() is used then. */
+	void (*defer)(void *opaque);
 	/* Send MSI-X vector `vector`. */
 	void (*notify)(void *opaque, unsigned vector);
 	/* A line of log text (no trailing newline). May be NULL. */

@@ -286,8 +286,12 @@ void Card::dma_run() {
     }
     // Continue in a later run; a channel waiting on a full link is kicked by
     // link_tx_consume() instead.
-    if (more)
-        kick();
+    if (more) {
+        if (host_.defer && !quiet_)
+            host_.defer(host_.opaque);
+        else
+            kick();
+    }
 }
 
 void Card::dma_finish(unsigned ch, peach2_err code) {

@@ -315,6 +315,18 @@ TEST_F(DmaTest, AbortStopsATransferMidway) {
     EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), moved);  // nothing after the abort
 }
 
+TEST_F(DmaTest, LongTransfersContinueAfterAPauseNotAtOnce) {
+    dma.reg_mode(0x0, 0x200000, 2 << 20);
+    const int kicks = host.kicks;
+    peach2_core_flush(core.get());  // one bounded slice
+    EXPECT_TRUE(dma.busy());
+    EXPECT_EQ(host.defers, 1);      // continue later, with the I/O lock free meanwhile
+    EXPECT_EQ(host.kicks, kicks);   // not straight away
+    dma.run();
+    EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
+    EXPECT_GE(host.defers, 3);
+}
+
 TEST_F(DmaTest, ResetStopsChannels) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
     peach2_core_reset(core.get());

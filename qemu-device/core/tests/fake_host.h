@@ -20,6 +20,7 @@ struct FakeHost {
     std::vector<unsigned> irqs;
     std::vector<std::string> logs;
     int kicks = 0;
+    int defers = 0;
 
     peach2_core_host callbacks() {
         peach2_core_host h{};
@@ -40,6 +41,7 @@ struct FakeHost {
             return 0;
         };
         h.kick = [](void* o) { ++static_cast<FakeHost*>(o)->kicks; };
+        h.defer = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
         h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
         h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
         return h;
