@@ -238,7 +238,7 @@ struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size)
 	int ret;
 
 	if ((u64)atomic64_add_return(size, &ctx->bytes) >
-	    peach2_max_alloc_per_fd) {
+	    READ_ONCE(peach2_max_alloc_per_fd)) {
 		atomic64_sub(size, &ctx->bytes);
 		return ERR_PTR(-ENOMEM);
 	}

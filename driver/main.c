@@ -23,9 +23,9 @@ MODULE_PARM_DESC(max_alloc,
 		 "largest single PEACH2_IOC_ALLOC in bytes (default 256 MiB)");
 
 unsigned long long peach2_max_alloc_per_fd = SZ_512M;
-module_param_named(max_alloc_per_fd, peach2_max_alloc_per_fd, ullong, 0444);
+module_param_named(max_alloc_per_fd, peach2_max_alloc_per_fd, ullong, 0644);
 MODULE_PARM_DESC(max_alloc_per_fd,
-		 "bytes of buffers one open file may hold (default 512 MiB)");
+		 "bytes of buffers one open file may hold (default 512 MiB; root may change it at run time, it applies to later allocations)");
 
 static dev_t peach2_devt;
 static struct class *peach2_class;

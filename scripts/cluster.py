@@ -55,6 +55,21 @@ FIRMWARE_DIRS = ("/usr/share/seabios", "/usr/lib/ipxe/qemu", "/usr/share/qemu")
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
 
 
+class _Match:
+    """The groups of a regex match, copied out of the buffer it was found in."""
+
+    def __init__(self, m):
+        self._groups = (bytes(m.group(0)),) + tuple(
+            None if g is None else bytes(g) for g in m.groups())
+        self._end = m.end()
+
+    def group(self, i=0):
+        return self._groups[i]
+
+    def end(self):
+        return self._end
+
+
 class ClusterError(RuntimeError):
     """A node failed to boot, died, or a command could not be run."""
 
@@ -487,6 +502,9 @@ class Node:
                 m = regex.search(self.buf, self.pos)
                 if m:
                     before = bytes(self.buf[self.pos:m.start()])
+                    # The match refers to self.buf itself: take what the caller
+                    # needs before trimming the buffer under it.
+                    m = _Match(m)
                     self.pos = m.end()
                     if self.pos > 1 << 20:  # keep the buffer small
                         del self.buf[:self.pos]

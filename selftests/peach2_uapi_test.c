@@ -427,49 +427,67 @@ TEST_F(peach2, alloc_handles_distinct)
 		ASSERT_EQ(0, do_free(self->fd, a[k].handle));
 }
 
-/* The per-fd limit answers -ENOMEM; needs memory for the whole limit. */
+/*
+ * The per-fd limit answers -ENOMEM. The default (512 MiB) does not fit a small
+ * guest, so the test lowers the limit (root may; it applies to later
+ * allocations) and puts it back on every path: EXPECT, not ASSERT, below.
+ */
 TEST_F_TIMEOUT(peach2, alloc_fd_limit, 300)
 {
-	unsigned long long limit, avail, total = 0;
+	unsigned long long orig, limit, unit, total = 0;
 	struct peach2_alloc a;
 	uint32_t handles[64];
 	int n = 0, ret, fd2;
+	char val[32];
 
 	NEED_DEVICE();
-	limit = read_sysfs_ull(SYSFS_PARAMS "/max_alloc_per_fd");
-	avail = mem_available();
-	if (!limit)
-		SKIP(return, "cannot read " SYSFS_PARAMS "/max_alloc_per_fd");
-	if (avail < limit + (64ULL << 20) ||
-	    limit / self->info.max_alloc >= 60)
-		SKIP(return, "limit %llu MiB needs more memory (%llu MiB available); load with a smaller max_alloc_per_fd",
-		     limit >> 20, avail >> 20);
+	orig = read_sysfs_ull(SYSFS_PARAMS "/max_alloc_per_fd");
+	ASSERT_NE(0ULL, orig);
+	limit = orig;
+	if (mem_available() < limit + (64ULL << 20)) {
+		limit = 32ULL << 20;
+		snprintf(val, sizeof(val), "%llu", limit);
+		ASSERT_EQ(0, write_sysfs(SYSFS_PARAMS "/max_alloc_per_fd", val));
+	}
+	/* Eight units fill the budget: a ninth cannot fit. */
+	unit = limit / 8;
+	unit -= unit % self->page;
+	if (unit > self->info.max_alloc)
+		unit = self->info.max_alloc;
 
 	for (;;) {
-		ret = do_alloc(self->fd, self->info.max_alloc, &a);
-		if (ret)
+		ret = do_alloc(self->fd, unit, &a);
+		if (ret || n == 64)
 			break;
-		ASSERT_LT(n, 64);
 		handles[n++] = a.handle;
 		total += a.size;
 	}
-	ASSERT_EQ(ENOMEM, ret);
-	ASSERT_LE(total, limit);
-	ASSERT_GT(total + self->info.max_alloc, limit);
+	EXPECT_EQ(ENOMEM, ret);
+	EXPECT_LE(total, limit);
+	EXPECT_GT(total + unit, limit);
+	EXPECT_LT(0, n);
 
 	/* Another fd has its own budget. */
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, do_alloc(fd2, self->page, &a));
-	close(fd2);
+	EXPECT_LE(0, fd2);
+	if (fd2 >= 0) {
+		EXPECT_EQ(0, do_alloc(fd2, self->page, &a));
+		close(fd2);
+	}
 
 	/* Freeing gives the budget back. */
-	ASSERT_LT(0, n);
-	ASSERT_EQ(0, do_free(self->fd, handles[--n]));
-	ASSERT_EQ(0, do_alloc(self->fd, self->info.max_alloc, &a));
-	handles[n++] = a.handle;
+	if (n > 0) {
+		EXPECT_EQ(0, do_free(self->fd, handles[--n]));
+		EXPECT_EQ(0, do_alloc(self->fd, unit, &a));
+		if (!_metadata->passed)
+			goto out;
+		handles[n++] = a.handle;
+	}
+out:
 	while (n)
-		ASSERT_EQ(0, do_free(self->fd, handles[--n]));
+		EXPECT_EQ(0, do_free(self->fd, handles[--n]));
+	snprintf(val, sizeof(val), "%llu", orig);
+	EXPECT_EQ(0, write_sysfs(SYSFS_PARAMS "/max_alloc_per_fd", val));
 }
 
 /* ---- FREE ------------------------------------------------------------ */

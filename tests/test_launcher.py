@@ -315,3 +315,21 @@ def test_cli_signal_cleans_up(tmp_path, sig):
     assert p.returncode != 0
     assert os.listdir(runs) == [], "run dir left behind"
     assert _fake_procs() == [], "fake QEMU left running"
+
+
+def test_wait_for_survives_trimming_a_large_buffer():
+    """More than 1 MiB of output before a marker: the buffer is trimmed after the
+    match, and the match's groups must still be the ones found."""
+    import threading
+    import time
+    nd = cm.Node.__new__(cm.Node)
+    nd.buf = bytearray(b"x" * (1 << 20) + b"tail\n@@RC 42\n")
+    nd.pos = 0
+    nd.eof = False
+    nd.cond = threading.Condition()
+    nd.index = 0
+    nd.alive = lambda: True
+    m, before = nd.wait_for(cm.RC_RE, time.monotonic() + 1, "rc")
+    assert int(m.group(1)) == 42
+    assert before.endswith(b"tail")
+    assert nd.pos == 0 and nd.buf == bytearray()
