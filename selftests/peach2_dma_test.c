@@ -17,91 +17,10 @@
  * read device-wide state (sysfs `dma`, `dma_desc_ram`): run the suite while
  * nothing else uses the card's DMA.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "peach2_selftest.h"
 
-#include <peach2/peach2_hw.h>
-#include <peach2/peach2_uapi.h>
-
-/* The 6.1 harness has an unused parameter; keep -Wextra for our code. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-
-/* ASSERTs longjmp() out of the body: "might be clobbered" is a false alarm. */
-#pragma GCC diagnostic ignored "-Wclobbered"
-
-#define SYSFS_CLASS "/sys/class/peach2"
-#define SYSFS_DRIVER "/sys/bus/pci/drivers/peach2"
 #define BUF_SIZE (64 * 1024)
 #define MIB (1024 * 1024ULL)
-
-static const char *dev_path(void)
-{
-	const char *p = getenv("PEACH2_DEV");
-
-	return p && *p ? p : "/dev/" PEACH2_DEV_PREFIX "0";
-}
-
-/* 0 on success, else errno. */
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-	return ioctl(fd, req, arg) ? errno : 0;
-}
-
-static int read_sysfs(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-static int write_sysfs(const char *path, const char *val)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
-/* /sys/class/peach2/<name of the device node>/<attr> */
-static void class_attr(char *out, size_t size, const char *attr)
-{
-	char dev[PATH_MAX];
-
-	snprintf(dev, sizeof(dev), "%s", dev_path());
-	snprintf(out, size, "%s/%s/%s", SYSFS_CLASS, basename(dev), attr);
-}
 
 static double now_s(void)
 {
@@ -205,13 +124,6 @@ static void dbuf_free(int fd, struct dbuf *b)
 	if (b->a.handle)
 		xioctl(fd, PEACH2_IOC_FREE, &f);
 	memset(b, 0, sizeof(*b));
-}
-
-static int do_free(int fd, uint32_t handle)
-{
-	struct peach2_free f = { .handle = handle };
-
-	return xioctl(fd, PEACH2_IOC_FREE, &f);
 }
 
 /* Chunks of a buffer (at most @max), returns nr_chunks or -errno. */

@@ -8,69 +8,14 @@
  * also runs the test that unbinds the driver under live mappings (it binds
  * it again afterwards).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "peach2_selftest.h"
 
-#include <peach2/peach2_hw.h>
-#include <peach2/peach2_uapi.h>
-
-/* The 6.1 harness has an unused parameter; keep -Wextra for our code. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "kselftest_harness.h"
-#pragma GCC diagnostic pop
-
-/*
- * The harness calls each test body after setjmp() in a wrapper it may be
- * inlined into; an ASSERT longjmp()s out and never comes back to the body's
- * locals, so gcc's "might be clobbered" warnings are false here.
- */
-#pragma GCC diagnostic ignored "-Wclobbered"
-
-#define SYSFS_CLASS "/sys/class/peach2"
-#define SYSFS_DRIVER "/sys/bus/pci/drivers/peach2"
-#define SYSFS_PARAMS "/sys/module/peach2/parameters"
-
-static const char *dev_path(void)
-{
-	const char *p = getenv("PEACH2_DEV");
-
-	return p && *p ? p : "/dev/" PEACH2_DEV_PREFIX "0";
-}
-
-/* 0 on success, else errno: ASSERT_EQ(EINVAL, xioctl(...)) reads well. */
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-	return ioctl(fd, req, arg) ? errno : 0;
-}
 
 static int do_alloc(int fd, uint64_t size, struct peach2_alloc *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = size;
 	return xioctl(fd, PEACH2_IOC_ALLOC, a);
-}
-
-static int do_free(int fd, uint32_t handle)
-{
-	struct peach2_free f = { .handle = handle };
-
-	return xioctl(fd, PEACH2_IOC_FREE, &f);
 }
 
 /* mmap() that returns 0 or errno; unmaps at once when @out is NULL. */
@@ -88,35 +33,6 @@ static int try_mmap(int fd, size_t len, int prot, int flags, uint64_t off,
 	return 0;
 }
 
-static int read_sysfs(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-static int write_sysfs(const char *path, const char *val)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
 static unsigned long long read_sysfs_ull(const char *path)
 {
 	char buf[64];
@@ -124,15 +40,6 @@ static unsigned long long read_sysfs_ull(const char *path)
 	if (read_sysfs(path, buf, sizeof(buf)) <= 0)
 		return 0;
 	return strtoull(buf, NULL, 0);
-}
-
-/* /sys/class/peach2/<name of the device node>/<attr> */
-static void class_attr(char *out, size_t size, const char *attr)
-{
-	char dev[PATH_MAX];
-
-	snprintf(dev, sizeof(dev), "%s", dev_path());
-	snprintf(out, size, "%s/%s/%s", SYSFS_CLASS, basename(dev), attr);
 }
 
 static unsigned long long mem_available(void)
