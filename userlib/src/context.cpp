@@ -66,6 +66,7 @@ int Context::open(const char *path, std::unique_ptr<Context> *out)
 	if (fd < 0)
 		return -errno;
 	c->fd_ = UniqueFd(fd);
+	c->dma_ = std::make_unique<DmaState>(fd);
 	if (::ioctl(fd, PEACH2_IOC_INFO, &c->info_) < 0)
 		return -errno;
 	if (int rc = check_info(c->info_))
@@ -118,6 +119,11 @@ int Context::alloc(std::size_t size, void **ptr)
 		return rc;
 	std::memset(buf->map.get(), 0, mapped);
 	void *p = buf->map.get();
+	std::uint64_t off = 0;
+	for (const tcaChunk &piece : buf->pieces) {
+		by_global_[piece.global_addr] = ChunkRef{buf.get(), off, piece.len};
+		off += piece.len;
+	}
 	buffers_.emplace(reinterpret_cast<std::uintptr_t>(p), std::move(buf));
 	*ptr = p;
 	return 0;
@@ -128,6 +134,8 @@ int Context::free(void *ptr)
 	const auto it = buffers_.find(reinterpret_cast<std::uintptr_t>(ptr));
 	if (it == buffers_.end())
 		return TCA_ENOTBUF;
+	for (const tcaChunk &piece : it->second->pieces)
+		by_global_.erase(piece.global_addr);
 	const int rc = it->second->release();
 	buffers_.erase(it);
 	return rc;

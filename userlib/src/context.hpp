@@ -5,6 +5,8 @@
 // read-only accessors used by the lock-free PIO path.
 #pragma once
 
+#include "dma_plan.hpp"
+#include "dma_state.hpp"
 #include "handshake.hpp"
 #include "mapping.hpp"
 #include "unique_fd.hpp"
@@ -33,6 +35,8 @@ public:
 
 	// 0 or -errno from the driver's FREE; idempotent.
 	int release() noexcept;
+	// The driver's name for the buffer (DMA requests use it); 0 once freed.
+	std::uint32_t id() const noexcept { return handle_; }
 
 	std::size_t size = 0;             // bytes the caller asked for
 	Mapping map;                      // our read/write view
@@ -65,6 +69,17 @@ public:
 	int free(void *ptr);
 	int handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept;
 
+	// DMA: where memory is, in the planner's terms (context_dma.cpp).
+	// [ptr, ptr + len) inside one buffer: TCA_ENOTBUF, TCA_ERANGE.
+	int local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept;
+	// Bytes [offset, offset + len) of a validated handle: this process's
+	// buffer when h.node is this node (TCA_ENOTBUF if the handle does not
+	// match one of them), else the remote memory itself (TCA_ENODE,
+	// TCA_ERANGE).
+	int handle_side(const tcaHandle &h, std::uint64_t offset, std::uint64_t len,
+			DmaSide *out) const noexcept;
+	DmaState &dma() noexcept { return *dma_; }
+
 	// Per-peer exchange bookkeeping (see handshake.hpp).
 	PeerHistory &history(std::uint32_t peer) { return history_.at(peer); }
 	bool &exchange_busy(std::uint32_t peer) { return busy_.at(peer); }
@@ -77,6 +92,15 @@ private:
 	Mapping window_;
 	Mapping mailbox_;
 	std::map<std::uintptr_t, std::unique_ptr<DriverBuffer>> buffers_; // by address
+	// Every chunk of every buffer by global address, to find the buffer a
+	// local handle describes.
+	struct ChunkRef {
+		const DriverBuffer *buf;
+		std::uint64_t offset; // in the buffer
+		std::uint64_t len;
+	};
+	std::map<std::uint64_t, ChunkRef> by_global_;
+	std::unique_ptr<DmaState> dma_;
 	std::array<PeerHistory, PEACH2_MAX_NODES> history_{};
 	std::array<bool, PEACH2_MAX_NODES> busy_{};
 };

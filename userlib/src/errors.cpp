@@ -16,6 +16,16 @@ extern "C" const char *tcaErrorString(int code)
 	case TCA_ENODE: return "node id not in the sub-cluster (or the peer is this node)";
 	case TCA_EABI: return "PEACH2 driver speaks another ABI version";
 	case TCA_EDEVICE: return "PEACH2 driver reported an impossible geometry";
+	case TCA_EALIGN:
+		return "DMA restriction: source and destination must be 4-byte aligned with equal "
+		       "low 4 address bits, and the length a multiple of 4";
+	case TCA_ESTRIDE:
+		return "bad block-stride: burst and gap must be multiples of 4 (a one-sided gap of 16), "
+		       "and each strided side must stay in one physically contiguous chunk";
+	case TCA_EDMA: return "the card ended the DMA with an error (see the ticket's status)";
+	case TCA_ENODESC:
+		return "out of DMA descriptors (on-card descriptor RAM full, or too many for one "
+		       "run); host descriptors have no shared limit";
 	default: break;
 	}
 	if (code < 0 && code > -4096) {

@@ -31,7 +31,7 @@ TEST(Errors, EveryCodeHasText)
 {
 	std::set<std::string> seen;
 	for (int code : {TCA_EBADHANDLE, TCA_ERANGE, TCA_ENOTBUF, TCA_ETOOMANYCHUNKS, TCA_ENODE,
-			 TCA_EABI, TCA_EDEVICE}) {
+			 TCA_EABI, TCA_EDEVICE, TCA_EALIGN, TCA_ESTRIDE, TCA_EDMA, TCA_ENODESC}) {
 		const char *s = tcaErrorString(code);
 		ASSERT_NE(nullptr, s);
 		EXPECT_TRUE(seen.insert(s).second) << "duplicate text for " << code;
@@ -94,4 +94,59 @@ TEST_F(NoDevice, NotADevice)
 	setenv("TCA_DEVICE", "/dev/null", 1);
 	EXPECT_EQ(-ENOTTY, tcaInit());
 	unlink(path);
+}
+
+TEST(Errors, CardCodesHaveNames)
+{
+	EXPECT_STREQ("NONE", tcaCardErrorName(0));
+	EXPECT_STREQ("NOT_REGISTERED", tcaCardErrorName(12));
+	EXPECT_STREQ("DMA_ALIGN", tcaCardErrorName(14));
+	EXPECT_STREQ("DMA_ABORTED", tcaCardErrorName(22));
+	EXPECT_STREQ("?", tcaCardErrorName(23));
+	EXPECT_STREQ("?", tcaCardErrorName(0xffffffffu));
+}
+
+TEST_F(NoDevice, DmaCallsReportTheMissingDevice)
+{
+	const tcaHandle dst = tcatest::one_piece(1, 0x1000, 4096);
+	int local = 0;
+	tcaDmaTicket t{};
+	EXPECT_EQ(-ENOENT, tcaDmaPut(&dst, 0, &local, 4, nullptr, &t));
+	EXPECT_EQ(-ENOENT, tcaDmaPutNotify(&dst, 0, &local, 4, 8, 1, nullptr, nullptr));
+	EXPECT_EQ(0, tcaDmaWait(&t, 0)) << "an empty ticket needs no device";
+	EXPECT_EQ(0, tcaDmaTest(&t));
+	t.left = 1;
+	EXPECT_EQ(-ENOENT, tcaDmaWait(&t, 0));
+	tcaChain c{};
+	tcaDmaXfer x{};
+	x.dst = &dst;
+	x.src = &local;
+	x.len = 4;
+	EXPECT_EQ(-ENOENT, tcaChainCreate(&x, 1, nullptr, &c));
+	EXPECT_EQ(-ENOENT, tcaChainStart(c, nullptr, nullptr));
+	EXPECT_EQ(-ENOENT, tcaPutAuto(&dst, 0, &local, 4));
+}
+
+TEST_F(NoDevice, DmaArgumentErrorsComeFirst)
+{
+	const tcaHandle dst = tcatest::one_piece(1, 0x1000, 4096);
+	int local = 0;
+	EXPECT_EQ(-EINVAL, tcaDmaPut(nullptr, 0, &local, 4, nullptr, nullptr));
+	EXPECT_EQ(-EINVAL, tcaDmaPut(&dst, 0, nullptr, 4, nullptr, nullptr));
+	EXPECT_EQ(-EINVAL, tcaDmaStart(nullptr, 2, nullptr, nullptr));
+	EXPECT_EQ(-EINVAL, tcaDmaWait(nullptr, 0));
+	EXPECT_EQ(-EINVAL, tcaDmaTest(nullptr));
+	tcaDmaOpts o{};
+	o.flags = TCA_DMA_REG_MODE | TCA_DMA_HOST_DESC;
+	EXPECT_EQ(-EINVAL, tcaDmaPut(&dst, 0, &local, 4, &o, nullptr));
+	tcaChain c{};
+	tcaDmaXfer x{};
+	EXPECT_EQ(-EINVAL, tcaChainCreate(&x, 0, nullptr, &c));
+	EXPECT_EQ(-EINVAL, tcaChainCreate(nullptr, 1, nullptr, &c));
+	o.flags = TCA_DMA_WAIT;
+	EXPECT_EQ(-EINVAL, tcaChainCreate(&x, 1, &o, &c));
+	o.flags = TCA_DMA_HOST_DESC;
+	EXPECT_EQ(-EINVAL, tcaChainStart(c, &o, nullptr));
+	EXPECT_EQ(-EINVAL, tcaPutAuto(nullptr, 0, &local, 4));
+	EXPECT_GT(tcaPioMax(), 0u);
 }

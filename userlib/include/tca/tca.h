@@ -17,7 +17,7 @@
  * of the TCA_E* codes below. tcaErrorString() turns any of them into text.
  *
  * State and threads. The library holds one context (the open device, its
- * mappings and the tcaMalloc buffers). It is opened lazily by the first
+ * mappings, the tcaMalloc buffers and the DMA chains). It is opened lazily by the first
  * call that needs it (or explicitly by tcaInit()) and closed by
  * tcaFinalize(). Calls that touch the context (init, malloc, free, handle
  * creation, exchange) are serialised by an internal mutex and are safe to
@@ -57,6 +57,14 @@ extern "C" {
 #define TCA_ENODE         (-1005) /* node id not in the sub-cluster, or peer == self */
 #define TCA_EABI          (-1006) /* driver speaks another ABI version */
 #define TCA_EDEVICE       (-1007) /* driver reported impossible geometry */
+#define TCA_EALIGN        (-1008) /* DMA: addresses not 4-byte aligned, low 4 bits differ,
+				   * or length not a multiple of 4 */
+#define TCA_ESTRIDE       (-1009) /* DMA: bad block-stride parameters, or a strided side
+				   * leaves its physically contiguous chunk */
+#define TCA_EDMA          (-1010) /* DMA: the card ended a transfer with an error
+				   * (tcaDmaTicket.status holds the card's code) */
+#define TCA_ENODESC       (-1011) /* DMA: out of descriptors (on-card descriptor RAM
+				   * is full, or the list is too long) */
 
 /* ---- Context ------------------------------------------------------------ */
 
@@ -171,6 +179,192 @@ TCA_API int tcaPutRaw(uint64_t global_addr, const void *src, size_t len);
 /* Store fence: orders every earlier store of this thread before later ones. */
 TCA_API int tcaFence(void);
 
+/* ---- DMA ----------------------------------------------------------------- */
+
+/* The card's DMA engine copies from this process's tcaMalloc memory into the
+ * memory a tcaHandle describes: another node's (a remote put) or this
+ * node's (a local copy). It runs on its own, on one of four channels, while
+ * the CPU does other work; transfers on one channel run in order.
+ *
+ * Hardware restrictions (PEACH2): source and destination 4-byte aligned,
+ * their low 4 address bits equal, length a multiple of 4. The library checks
+ * them before anything starts (TCA_EALIGN). tcaMalloc memory is page
+ * aligned, so for handles that start at their buffer's start the rule reads
+ * (src offset - dst offset) % 16 == 0.
+ *
+ * The library splits each transfer where either side's memory stops being
+ * physically contiguous, and into pieces of at most 64 MiB; each piece is a
+ * card descriptor. Descriptors live, per the options:
+ *   default            on-card descriptor RAM: fastest to start, 1024
+ *                      descriptors shared by every process (TCA_ENODESC when full)
+ *   TCA_DMA_HOST_DESC  host memory: no shared limit
+ *   TCA_DMA_REG_MODE   the channel's registers, one descriptor per run: no
+ *                      descriptor memory at all. A list that needs several
+ *                      descriptors becomes several runs, back to back on one
+ *                      channel; a run that fails does not stop the later ones
+ *                      (the ticket reports the failure).
+ *
+ * Completion. Starting returns at once with a ticket; tcaDmaWait/tcaDmaTest
+ * collect it. The source must stay unchanged until then. The receiver of a
+ * remote put learns of arrival from a completion word: a 4- or 8-byte value
+ * the card writes after the data (tcaDmaXfer.notify, tcaDmaPutNotify); it
+ * arrives after every byte the list wrote to the same node before it. With
+ * descriptors (default, HOST_DESC) a failing descriptor ends the list, so
+ * the word is written only if the data went out. Memory written by DMA is
+ * read with ordinary loads; poll the completion word with acquire loads.
+ * Costs measured between two emulated nodes are in userlib/README.md.
+ *
+ * Memory of this node is named by the driver per process: a destination
+ * (or source) handle of this node must describe this process's tcaMalloc
+ * memory (TCA_ENOTBUF otherwise); other nodes' handles are used as they are.
+ *
+ * Threads: any number may start and wait concurrently (the library mutex is
+ * held only while a request is checked and planned, never across the
+ * driver's start or a wait). A ticket belongs to the process; collect each
+ * one once, from any thread. The driver keeps at most 1024 finished,
+ * uncollected runs per process (older ones are forgotten: -ENOENT) and
+ * allows 1024 runs in flight (-EAGAIN). */
+
+/* tcaDmaOpts.flags */
+#define TCA_DMA_REG_MODE   (1u << 0) /* register mode (see above) */
+#define TCA_DMA_HOST_DESC  (1u << 1) /* descriptors in host memory */
+#define TCA_DMA_WAIT       (1u << 2) /* wait for completion (also with a ticket) */
+
+/* tcaDmaOpts.channel */
+#define TCA_DMA_CHANNELS    4u
+#define TCA_DMA_ANY_CHANNEL 0u                      /* the driver picks an idle one */
+#define TCA_DMA_CHANNEL(n)  ((uint32_t)(n) + 1u)    /* channel n, 0 .. 3 */
+
+/* How to run a transfer; a NULL pointer means all defaults (zero). */
+typedef struct tcaDmaOpts {
+	uint32_t flags;      /* TCA_DMA_* above */
+	uint32_t channel;    /* TCA_DMA_ANY_CHANNEL or TCA_DMA_CHANNEL(n) */
+	int32_t timeout_ms;  /* when waiting: <= 0 waits as long as it takes */
+	uint32_t reserved;   /* 0 */
+} tcaDmaOpts;
+
+/* tcaDmaXfer.stride: which side the block-stride gap applies to. */
+#define TCA_DMA_STRIDE_SRC (1u << 0)
+#define TCA_DMA_STRIDE_DST (1u << 1)
+
+/* One transfer: `len` bytes from a local source to `dst` memory, then
+ * optionally a completion word. Zero-initialise and set what you need.
+ *
+ * Source: `src` points into a tcaMalloc buffer of this process, or (src ==
+ * NULL) `src_handle` describes this node's memory and `src_offset` is the
+ * byte within it.
+ *
+ * Block-stride (burst > 0): the data moves in blocks of `burst` bytes; on the
+ * side(s) named by `stride`, `gap` bytes are skipped after each block. burst
+ * and gap are multiples of 4, a gap on one side only a multiple of 16, and
+ * each strided side must stay inside one physically contiguous chunk of its
+ * memory (TCA_ESTRIDE otherwise; a strided transfer is never split). The
+ * strided side spans (ceil(len / burst) - 1) * (burst + gap) + last block.
+ *
+ * Completion word (notify != NULL): after the data, the card writes the low
+ * `notify_len` (4 or 8; 0 means 8) bytes of `notify_value`, little endian,
+ * at byte `notify_offset` of `notify` (any node); its address must be a
+ * multiple of notify_len. len may be 0 for a word alone. */
+typedef struct tcaDmaXfer {
+	const tcaHandle *dst;        /* destination memory */
+	uint64_t dst_offset;
+	const void *src;             /* source pointer, or NULL to use src_handle */
+	const tcaHandle *src_handle; /* this node's memory (with src == NULL) */
+	uint64_t src_offset;         /* with src_handle */
+	uint64_t len;                /* bytes */
+	uint32_t stride;             /* 0, or TCA_DMA_STRIDE_SRC and/or _DST */
+	uint16_t burst;              /* block-stride: bytes per block, 0 = contiguous */
+	uint16_t gap;                /* block-stride: bytes skipped after each block */
+	const tcaHandle *notify;     /* completion word target, or NULL */
+	uint64_t notify_offset;
+	uint64_t notify_value;
+	uint32_t notify_len;         /* 4 or 8 (0: 8) */
+	uint32_t reserved;           /* 0 */
+} tcaDmaXfer;
+
+/* What a started transfer left to collect. Plain data: copy it freely, but
+ * collect it once. All zero means "nothing in flight" (completes at once). */
+typedef struct tcaDmaTicket {
+	uint64_t next;       /* driver ticket to collect next */
+	uint32_t left;       /* runs not collected yet */
+	uint32_t status;     /* first card error code of a collected run (0: none) */
+} tcaDmaTicket;
+
+/* Starts `count` transfers as one list (in order). With ticket == NULL the
+ * call waits for completion (opts->timeout_ms; a transfer still running
+ * after a timeout goes on, with nothing left to wait for it). With a ticket
+ * it returns once started (or, with TCA_DMA_WAIT, when done; after
+ * -ETIMEDOUT the ticket can still be waited for). Errors before anything
+ * starts: -EINVAL (NULL pointers, bad flags, notify_len), TCA_EALIGN,
+ * TCA_ESTRIDE, TCA_ERANGE, TCA_ENOTBUF (source not in this process's
+ * buffers), TCA_EBADHANDLE, TCA_ENODE, TCA_ENODESC. From the driver:
+ * -EAGAIN (1024 runs of this process in flight), -ENODEV (card gone), -EIO
+ * (channel out of use). A card error ends in TCA_EDMA when waited for. */
+TCA_API int tcaDmaStart(const tcaDmaXfer *xfers, size_t count, const tcaDmaOpts *opts,
+			tcaDmaTicket *ticket);
+
+/* One contiguous transfer: len bytes at `src` (inside a tcaMalloc buffer)
+ * to bytes [dst_offset, dst_offset + len) of `dst`. As tcaDmaStart. */
+TCA_API int tcaDmaPut(const tcaHandle *dst, size_t dst_offset, const void *src, size_t len,
+		      const tcaDmaOpts *opts, tcaDmaTicket *ticket);
+
+/* tcaDmaPut followed by the 8-byte completion word `value` at byte
+ * `notify_offset` of the same handle (8-byte aligned address). */
+TCA_API int tcaDmaPutNotify(const tcaHandle *dst, size_t dst_offset, const void *src,
+			    size_t len, size_t notify_offset, uint64_t value,
+			    const tcaDmaOpts *opts, tcaDmaTicket *ticket);
+
+/* Waits until every run of the ticket has ended or timeout_ms passed
+ * (<= 0: no limit). 0: done without error; TCA_EDMA: done, the card
+ * reported ticket->status; -ETIMEDOUT: still running (the ticket keeps
+ * what was collected; wait again); -ENOENT: the driver does not know the
+ * ticket (collected before, or forgotten: it keeps 1024 uncollected). */
+TCA_API int tcaDmaWait(tcaDmaTicket *ticket, int timeout_ms);
+
+/* Like tcaDmaWait without waiting: 1 while still running, else as tcaDmaWait. */
+TCA_API int tcaDmaTest(tcaDmaTicket *ticket);
+
+/* ---- Persistent DMA chains --------------------------------------------------- */
+
+/* A list built once (checked, split, descriptors written) and started many
+ * times, e.g. the halo exchange of a stencil code: each start costs one
+ * ioctl and a register write. The memory it names stays reserved until
+ * tcaChainDestroy (also across tcaFree). Completion values are fixed at
+ * creation; the data is read from the source at every start. */
+typedef struct tcaChain {
+	uint32_t id;          /* 0: no chain */
+	uint32_t descriptors; /* card descriptors after splitting (information) */
+} tcaChain;
+
+/* Builds a chain of `count` transfers. opts: flags TCA_DMA_HOST_DESC or
+ * TCA_DMA_REG_MODE (one run per descriptor) or 0; channel and timeout are
+ * for tcaChainStart. Errors as tcaDmaStart. */
+TCA_API int tcaChainCreate(const tcaDmaXfer *xfers, size_t count, const tcaDmaOpts *opts,
+			   tcaChain *chain);
+
+/* Starts the chain: opts->flags only TCA_DMA_WAIT, channel as tcaDmaStart;
+ * ticket as tcaDmaStart. -EBUSY while the previous start has not ended. */
+TCA_API int tcaChainStart(tcaChain chain, const tcaDmaOpts *opts, tcaDmaTicket *ticket);
+
+/* Frees the chain (-EBUSY while it runs; -ENOENT if unknown). */
+TCA_API int tcaChainDestroy(tcaChain chain);
+
+/* ---- PIO or DMA ------------------------------------------------------------- */
+
+/* Puts len bytes like tcaPut, choosing the mechanism: PIO up to a threshold
+ * (TCA_PIO_MAX_DEFAULT bytes, where a blocking DMA put became cheaper than
+ * PIO between two emulated nodes; the environment variable TCA_PIO_MAX, read
+ * once, overrides: bytes, with optional K or M suffix), DMA above it when
+ * `src` lies in a tcaMalloc buffer and has the destination's low 4 address
+ * bits (an unaligned head or a tail of 1-3 bytes then goes by PIO), PIO
+ * otherwise. Waits for the DMA to complete, so `src` may be reused on
+ * return. Errors as tcaPut and tcaDmaStart. */
+#define TCA_PIO_MAX_DEFAULT 1024u
+TCA_API int tcaPutAuto(const tcaHandle *dst, size_t dst_offset, const void *src, size_t len);
+
+/* The threshold tcaPutAuto uses (after TCA_PIO_MAX). */
+TCA_API size_t tcaPioMax(void);
+
 /* ---- Address exchange over the card mailbox ------------------------------- */
 
 /* Symmetric handshake with node `peer`: sends *mine, waits for the peer's
@@ -187,6 +381,10 @@ TCA_API int tcaExchange(int peer, const tcaHandle *mine, tcaHandle *theirs,
 
 /* Text for any code returned by this library (static storage, never NULL). */
 TCA_API const char *tcaErrorString(int code);
+
+/* Name of a card error code (enum peach2_err, as in tcaDmaTicket.status or
+ * the driver's err_last), e.g. "DMA_ALIGN"; "?" for unknown codes. */
+TCA_API const char *tcaCardErrorName(uint32_t code);
 
 #ifdef __cplusplus
 } /* extern "C" */

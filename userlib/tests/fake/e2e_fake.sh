@@ -3,10 +3,11 @@
 # End-to-end on the host: two processes play nodes 0 and 1 over the fake
 # driver (fake_peach2.c) and run the real programs against each other:
 # ping-pong (also with the second node starting late, and over stale
-# mailbox records left by the previous run), and the PIO placement check
-# with small chunks so that writes cross chunk boundaries.
+# mailbox records left by the previous run), the PIO placement check with
+# small chunks so that writes cross chunk boundaries, and the DMA programs
+# (the fake copies inside the ioctl: no timing, but every byte checked).
 set -eu
-fake=$1 pingpong=$2 piocheck=$3
+fake=$1 pingpong=$2 piocheck=$3 dmabench=$4 dmacheck=$5
 dir=$(mktemp -d /dev/shm/tca-e2e.XXXXXX 2>/dev/null || mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TCA_FAKE_DIR=$dir TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0
@@ -69,6 +70,20 @@ cat "$dir/pio.0" "$dir/pio.1"
 pair pio2 1 "$piocheck" send --peer 1 --offsets 0,1,7,-1,-9 --sizes 1,2,3,5,8,9,4096,5000 \
 	-- "$piocheck" recv --peer 0 --size 9000 --guard 4096
 expect "$dir/pio2.1" "pio_check recv: PASS"
+
+# DMA: the benchmark in every mode (both roles check every message), then
+# random transfers on four lanes, with chunks small enough that strided
+# transfers must be redrawn and contiguous ones split.
+export TCA_FAKE_CHUNK=8192
+pair dmab 0 "$dmabench" --peer 1 --max 64K --iters 30 --stream-bytes 1M --csv "$dir/dmab.csv" \
+	-- "$dmabench" --peer 0 --max 64K --iters 30 --stream-bytes 1M
+expect "$dir/dmab.0" "dma_bench: PASS"
+expect "$dir/dmab.1" "dma_bench: PASS"
+[ "$(wc -l <"$dir/dmab.csv")" = 42 ] || { echo "e2e: FAIL: dma csv"; cat "$dir/dmab.csv"; exit 1; }
+pair dmac 0 "$dmacheck" recv --peer 1 -- "$dmacheck" send --peer 0 --count 100
+expect "$dir/dmac.0" "dma_check recv: PASS: 400 transfers"
+expect "$dir/dmac.1" "dma_check send: PASS: 400 transfers"
+cat "$dir/dmac.1"
 
 TCA_FAKE_NODE=0 LD_PRELOAD=$fake "$piocheck" info >"$dir/info" 2>&1
 expect "$dir/info" "node_id=0 node_count=2"

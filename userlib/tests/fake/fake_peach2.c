@@ -13,7 +13,8 @@
  * region maps mem<n> and its card region maps mbox<n>, so a store to global
  * address A lands where the card would deliver it. What it cannot model:
  * error counters (a store to a missing node faults), write-only-ness,
- * MMIO access widths and link latency. Environment: TCA_FAKE_DIR,
+ * MMIO access widths and link latency. DMA (fake_dma.c) copies at once,
+ * inside the ioctl. Environment: TCA_FAKE_DIR,
  * TCA_FAKE_NODE, TCA_FAKE_NODES, TCA_FAKE_CHUNK (default 65536),
  * TCA_DEVICE (the path that is faked).
  */
@@ -32,22 +33,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define FAKE_MEM   (64ull << 20)
-#define MAX_ALLOCS 64
-#define MAX_PIECES 256
-
-struct fake_alloc {
-	uint32_t handle;
-	uint64_t size;          /* page rounded */
-	uint32_t nr;
-	struct peach2_chunk chunk[MAX_PIECES]; /* offset in buffer, len, global */
-};
+#include "fake_peach2.h"
 
 static int fake_fd = -1;
-static uint32_t node_id, node_count;
+uint32_t node_id, node_count;
 static uint64_t chunk_size = 65536, next_free = 1ull << 20;
-static struct fake_alloc allocs[MAX_ALLOCS];
-static uint32_t nr_allocs;
+struct fake_alloc allocs[MAX_ALLOCS];
+uint32_t nr_allocs;
+unsigned char *fake_window;
 
 /* The real mmap, bypassing this file's interposer. MAP_FAILED and errno
  * on failure, like mmap(). */
@@ -166,6 +159,8 @@ int ioctl(int fd, unsigned long req, ...)
 		}
 	} else if (req == PEACH2_IOC_FREE) {
 		rc = 0; /* memory is not reused: a late write stays harmless */
+	} else if (fake_is_dma_ioctl(req)) {
+		rc = fake_dma_ioctl(req, arg);
 	} else {
 		rc = -ENOTTY;
 	}
@@ -225,7 +220,10 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (off == 0) {
 		if (prot & PROT_READ)
 			return fail(EACCES); /* like the driver: window is write-only */
-		return map_window(len);
+		void *w = map_window(len);
+		if (w != MAP_FAILED)
+			fake_window = w; /* the fake DMA engine copies through it */
+		return w;
 	}
 	if ((uint64_t)off == PEACH2_MMAP_CARDMEM) {
 		int mbox = open_shared("mbox", node_id, PEACH2_MAILBOX_SIZE);

@@ -30,11 +30,16 @@ constexpr std::uint64_t seed_of(std::uint64_t a, std::uint64_t b = 0, std::uint6
 	return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);
 }
 
+// Bytes 8·word .. 8·word + 7 of the pattern as one little-endian word.
+constexpr std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t word) noexcept
+{
+	return mix(seed ^ word * 0x9e3779b97f4a7c15ull);
+}
+
 // Byte `index` of the pattern: counter-based, one mix per 8 bytes.
 constexpr std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t index) noexcept
 {
-	return static_cast<std::uint8_t>(mix(seed ^ (index / 8) * 0x9e3779b97f4a7c15ull) >>
-					 (8 * (index % 8)));
+	return static_cast<std::uint8_t>(pattern_word(seed, index / 8) >> (8 * (index % 8)));
 }
 
 // out[j] = pattern_byte(seed, first + j).

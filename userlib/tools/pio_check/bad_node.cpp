@@ -15,39 +15,6 @@
 #include <thread>
 
 namespace piocheck {
-namespace {
-
-const char *err_name(std::uint64_t code)
-{
-	switch (code) {
-	case PEACH2_ERR_NONE: return "NONE";
-	case PEACH2_ERR_NO_SUCH_NODE: return "NO_SUCH_NODE";
-	case PEACH2_ERR_LINK_DOWN: return "LINK_DOWN";
-	case PEACH2_ERR_NO_ROUTE: return "NO_ROUTE";
-	case PEACH2_ERR_READ_UNSUPPORTED: return "READ_UNSUPPORTED";
-	case PEACH2_ERR_BAD_TARGET: return "BAD_TARGET";
-	case PEACH2_ERR_NO_GPU: return "NO_GPU";
-	case PEACH2_ERR_BAD_PACKET: return "BAD_PACKET";
-	case PEACH2_ERR_TX_OVERFLOW: return "TX_OVERFLOW";
-	case PEACH2_ERR_DMA_WRITE: return "DMA_WRITE";
-	case PEACH2_ERR_BAD_REG: return "BAD_REG";
-	case PEACH2_ERR_HOP_LIMIT: return "HOP_LIMIT";
-	case PEACH2_ERR_NOT_REGISTERED: return "NOT_REGISTERED";
-	case PEACH2_ERR_BAD_COMMAND: return "BAD_COMMAND";
-	case PEACH2_ERR_DMA_ALIGN: return "DMA_ALIGN";
-	case PEACH2_ERR_DMA_ZERO_LEN: return "DMA_ZERO_LEN";
-	case PEACH2_ERR_DMA_LOOP: return "DMA_LOOP";
-	case PEACH2_ERR_DMA_CHAIN_LONG: return "DMA_CHAIN_LONG";
-	case PEACH2_ERR_DMA_BAD_INDEX: return "DMA_BAD_INDEX";
-	case PEACH2_ERR_DMA_BAD_DESC: return "DMA_BAD_DESC";
-	case PEACH2_ERR_DMA_READ: return "DMA_READ";
-	case PEACH2_ERR_DMA_BUSY: return "DMA_BUSY";
-	case PEACH2_ERR_DMA_ABORTED: return "DMA_ABORTED";
-	default: return "?";
-	}
-}
-
-} // namespace
 
 int cmd_bad_node(int argc, char **argv)
 {
@@ -107,7 +74,7 @@ int cmd_bad_node(int argc, char **argv)
 	std::printf("%s bad-node: store to node %" PRIu64 " (node_count %d): err_count before=%" PRIu64
 		    " after=%" PRIu64 " err_last=%s (%s)\n",
 		    kProg, node, count, before, after, have_last ? std::to_string(last).c_str() : "?",
-		    have_last ? err_name(last) : "unreadable");
+		    have_last ? tcaCardErrorName(static_cast<std::uint32_t>(last)) : "unreadable");
 	const bool pass = after > before && have_last && last == PEACH2_ERR_NO_SUCH_NODE;
 	std::printf("%s bad-node: %s\n", kProg,
 		    pass ? "PASS: the card counted NO_SUCH_NODE"

@@ -12,7 +12,7 @@ void usage(const char *prog)
 {
 	std::printf(
 		"usage: %s recv --peer NODE [--size BYTES] [--guard BYTES]\n"
-		"       %s send --peer NODE [--offsets LIST] [--sizes LIST]\n"
+		"       %s send --peer NODE [--offsets LIST] [--sizes LIST] [--auto]\n"
 		"       %s bad-node [--node N] [--offset OFF] [--sysfs DIR]\n"
 		"       %s raw --node N --offset OFF\n"
 		"       %s info\n"
@@ -21,6 +21,8 @@ void usage(const char *prog)
 		"every offset x size combination that fits (negative offsets count from the end;\n"
 		"positions around chunk boundaries are added), one at a time; after each write\n"
 		"recv checks that exactly the addressed bytes changed and hold the right data.\n"
+		"send --auto writes with tcaPutAuto (PIO or DMA by size; TCA_PIO_MAX) from\n"
+		"tcaMalloc memory with the destination's low 4 address bits.\n"
 		"Both also take --timeout-ms (per write, default 10000) and\n"
 		"--exchange-timeout-ms (waiting for the peer to start, default 60000).\n"
 		"bad-node stores to node N (default: node_count; must be < 16) and\n"

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <utility>
 #include <vector>
@@ -27,6 +28,10 @@ struct SendOptions : PeerOptions {
 	std::vector<std::uint64_t> sizes{1,  2,  3,  4,  5,  6,  7,   8,   9,   10,   11,   12,
 					 13, 14, 15, 16, 17, 23, 24,  31,  32,  33,   63,   64,
 					 65, 100, 255, 256, 257, 1000, 4095, 4096, 4097};
+	// --auto: tcaPutAuto from tcaMalloc memory placed with the
+	// destination's low 4 address bits, so large writes go by DMA (with
+	// PIO for an unaligned head and tail); set TCA_PIO_MAX to move the line.
+	bool put_auto = false;
 };
 
 using Case = std::pair<std::uint64_t, std::uint64_t>; // offset, len
@@ -92,13 +97,31 @@ public:
 	Sender(const SendOptions &o, const volatile Ack *ack, const tcaHandle &data, const tcaHandle &ctrl)
 		: o_(o), ack_(ack), data_(data), ctrl_(ctrl) {}
 
+	// --auto: a staging buffer big enough for any write (+16 for placement).
+	bool stage(std::uint64_t bytes)
+	{
+		return !o_.put_auto || stage_.allocate(bytes + 16, "tcaMalloc(staging)");
+	}
+
 	// Write k: data, then Ctrl{offset, len}, then Ctrl.seq (each put fenced).
 	bool write(std::uint64_t k, std::uint64_t off, std::uint64_t len)
 	{
 		src_.resize(len);
 		fill_written(src_, k, off);
 		const std::uint64_t head[2] = {off, len};
-		return tcatools::ok_or_report(kProg, tcaPut(&data_, off, src_.data(), len), "put data") &&
+		if (o_.put_auto) {
+			// Same low 4 bits as the destination: DMA is possible.
+			std::uint64_t ga = 0;
+			if (!tcatools::ok_or_report(kProg, tcaRemoteAddress(&data_, off, &ga), "address"))
+				return false;
+			unsigned char *p = stage_.get() + ga % 16;
+			std::memcpy(p, src_.data(), len);
+			if (!tcatools::ok_or_report(kProg, tcaPutAuto(&data_, off, p, len), "tcaPutAuto"))
+				return false;
+		} else if (!tcatools::ok_or_report(kProg, tcaPut(&data_, off, src_.data(), len), "put data")) {
+			return false;
+		}
+		return
 		       tcatools::ok_or_report(kProg, tcaPut(&ctrl_, 0, head, sizeof head), "put ctrl") &&
 		       put_u64(ctrl_, offsetof(Ctrl, seq), k + 1, "put ctrl seq");
 	}
@@ -144,6 +167,7 @@ private:
 	const volatile Ack *ack_;
 	tcaHandle data_, ctrl_;
 	std::vector<std::uint8_t> src_;
+	TcaBuffer stage_;
 };
 
 int parse(int argc, char **argv, SendOptions *o)
@@ -156,6 +180,8 @@ int parse(int argc, char **argv, SendOptions *o)
 			a.value_i64_list(&o->offsets);
 		else if (a.is("--sizes"))
 			a.value_u64_list(&o->sizes);
+		else if (a.is("--auto"))
+			o->put_auto = true;
 		else
 			a.unknown();
 	}
@@ -199,6 +225,14 @@ int cmd_send(int argc, char **argv)
 	std::fflush(stdout);
 
 	Sender tx(o, reinterpret_cast<const volatile Ack *>(ack.get()), data_h, ctrl_h);
+	std::uint64_t biggest = 0;
+	for (const Case &c : cases)
+		biggest = c.second > biggest ? c.second : biggest;
+	if (!tx.stage(biggest))
+		return 1;
+	if (o.put_auto)
+		std::printf("%s send: writing with tcaPutAuto (PIO up to %zu bytes, DMA above)\n", kProg,
+			    tcaPioMax());
 	char what[96];
 	for (std::uint64_t k = 0; k < cases.size(); ++k) {
 		const auto [off, len] = cases[k];
@@ -211,9 +245,9 @@ int cmd_send(int argc, char **argv)
 		return 1;
 	if (!exchange(o, ack_h, &ignored, kTagDone, o.timeout_ms, "final barrier"))
 		return 1;
-	std::printf("%s send: PASS: %zu writes verified by node %d (only the addressed bytes changed); "
+	std::printf("%s send: PASS: %zu writes%s verified by node %d (only the addressed bytes changed); "
 		    "%u out-of-range puts refused locally\n",
-		    kProg, cases.size(), o.peer, range_checks);
+		    kProg, cases.size(), o.put_auto ? " (tcaPutAuto)" : "", o.peer, range_checks);
 	return 0;
 }
 

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake driver's DMA ioctls (CHAIN_CREATE/DESTROY, DMA_START, DMA_WAIT):
+ * the same checks as driver/dma.c (flags, the card's restrictions, buffers
+ * of this fd, ranges, one chunk for block-stride and immediates, register
+ * mode = one descriptor, 1024 on-card descriptors), then the copy at once,
+ * inside the ioctl, through the window mapping (every node's memory at its
+ * global address). A ticket is therefore complete as soon as it exists.
+ * What it cannot model: timing, concurrency, card errors, poll().
+ */
+#define _GNU_SOURCE
+#include "fake_peach2.h"
+
+#include <peach2/peach2_hw.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_CHAINS 256
+#define FAKE_DONE   1024 /* completed, unwaited tickets kept (as the driver) */
+
+struct fake_chain {
+	uint32_t id;            /* 0: free slot */
+	uint32_t count, flags, descs;
+	struct peach2_xfer *x;
+};
+
+static struct fake_chain chains[FAKE_CHAINS];
+static uint32_t next_chain, card_descs_used;
+static uint64_t last_ticket;
+static uint64_t done[FAKE_DONE];
+static uint32_t nr_done;
+
+static struct fake_alloc *find_alloc(uint32_t handle)
+{
+	return handle && handle <= nr_allocs ? &allocs[handle - 1] : NULL;
+}
+
+/* The chunk of @a holding byte @off (off < a->size). */
+static const struct peach2_chunk *chunk_at(const struct fake_alloc *a, uint64_t off)
+{
+	for (uint32_t k = 0; k < a->nr; ++k)
+		if (off < a->chunk[k].offset + a->chunk[k].len)
+			return &a->chunk[k];
+	return NULL;
+}
+
+static int range_ok(uint64_t size, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+	return !__builtin_add_overflow(off, len, &end) && end <= size;
+}
+
+static int one_chunk(const struct fake_alloc *a, uint64_t off, uint64_t len)
+{
+	const struct peach2_chunk *c = chunk_at(a, off);
+	return c && off + len <= c->offset + c->len;
+}
+
+static uint64_t span_of(const struct peach2_xfer *x)
+{
+	uint64_t blocks = (x->len - 1) / x->burst;
+	return blocks * (uint64_t)(x->burst + x->gap) + (x->len - blocks * x->burst);
+}
+
+/* As peach2_xfer_check in driver/dma.c. */
+static int check_xfer(const struct peach2_xfer *x, struct fake_alloc **srcp, struct fake_alloc **dstp)
+{
+	int imm = x->flags & PEACH2_XFER_IMM;
+	int ssrc = x->flags & PEACH2_XFER_STRIDE_SRC, sdst = x->flags & PEACH2_XFER_STRIDE_DST;
+	uint64_t sspan = x->len, dspan = x->len;
+	struct fake_alloc *src = NULL, *dst = NULL;
+
+	if (x->flags & ~PEACH2_XFER_FLAGS_ALL)
+		return -EINVAL;
+	if (imm) {
+		if (x->src_handle || x->src_offset || x->burst || x->gap || ssrc || sdst ||
+		    (x->len != 4 && x->len != 8))
+			return -EINVAL;
+	} else {
+		if (x->imm || !x->len || (!x->burst && (x->gap || ssrc || sdst)) ||
+		    (x->burst && !ssrc && !sdst))
+			return -EINVAL;
+	}
+	if (x->dst % 4 || (!imm && (x->src_offset % 4 || x->len % 4 || (x->src_offset ^ x->dst) % 16)))
+		return -EINVAL;
+	if (x->burst && (x->burst % 4 || x->gap % 4 || (!ssrc != !sdst && x->gap % 16)))
+		return -EINVAL;
+	if (x->burst) {
+		if (ssrc)
+			sspan = span_of(x);
+		if (sdst)
+			dspan = span_of(x);
+	}
+	if (!imm && !(src = find_alloc(x->src_handle)))
+		return -ENOENT;
+	if (x->dst_handle && !(dst = find_alloc(x->dst_handle)))
+		return -ENOENT;
+	if (src && !range_ok(src->size, x->src_offset, sspan))
+		return -EINVAL;
+	if (dst && !range_ok(dst->size, x->dst, dspan))
+		return -EINVAL;
+	if (!dst) {
+		uint64_t node = x->dst >> PEACH2_SLICE_SHIFT;
+		if (node >= node_count || node == node_id ||
+		    !range_ok(FAKE_MEM, PEACH2_ADDR_OFFSET(x->dst), dspan))
+			return -EINVAL;
+	}
+	if ((x->burst || imm) && ((src && !one_chunk(src, x->src_offset, sspan)) ||
+				  (dst && !one_chunk(dst, x->dst, dspan))))
+		return -EINVAL;
+	*srcp = src;
+	*dstp = dst;
+	return 0;
+}
+
+/* Descriptors the driver would build for a checked transfer. */
+static uint64_t count_descs(const struct peach2_xfer *x, const struct fake_alloc *src,
+			    const struct fake_alloc *dst)
+{
+	uint64_t n = 0, pos = 0;
+	if (x->burst || (x->flags & PEACH2_XFER_IMM))
+		return 1;
+	while (pos < x->len) {
+		const struct peach2_chunk *s = chunk_at(src, x->src_offset + pos);
+		uint64_t piece = s->offset + s->len - (x->src_offset + pos);
+		if (dst) {
+			const struct peach2_chunk *d = chunk_at(dst, x->dst + pos);
+			uint64_t room = d->offset + d->len - (x->dst + pos);
+			piece = room < piece ? room : piece;
+		}
+		if (piece > x->len - pos)
+			piece = x->len - pos;
+		if (piece > PEACH2_DMA_MAX_LEN)
+			piece = PEACH2_DMA_MAX_LEN;
+		pos += piece;
+		++n;
+	}
+	return n;
+}
+
+static unsigned char *local_byte(const struct fake_alloc *a, uint64_t off)
+{
+	const struct peach2_chunk *c = chunk_at(a, off);
+	return fake_window + c->global_addr + (off - c->offset);
+}
+
+static void run_xfer(const struct peach2_xfer *x, const struct fake_alloc *src,
+		     const struct fake_alloc *dst)
+{
+	if (x->flags & PEACH2_XFER_IMM) {
+		unsigned char *d = dst ? local_byte(dst, x->dst) : fake_window + x->dst;
+		memcpy(d, &x->imm, x->len); /* little endian: the low bytes */
+		return;
+	}
+	uint64_t step = (uint64_t)x->burst + x->gap;
+	for (uint64_t p = 0; p < x->len; ++p) {
+		uint64_t s = x->src_offset + p, d = x->dst + p;
+		if (x->burst) {
+			uint64_t block = p / x->burst, within = p % x->burst;
+			uint64_t sstep = (x->flags & PEACH2_XFER_STRIDE_SRC) ? step : x->burst;
+			uint64_t dstep = (x->flags & PEACH2_XFER_STRIDE_DST) ? step : x->burst;
+			s = x->src_offset + block * sstep + within;
+			d = x->dst + block * dstep + within;
+		}
+		*(dst ? local_byte(dst, d) : fake_window + d) = *local_byte(src, s);
+	}
+}
+
+/* Check a list and count its descriptors: 0 or -errno. */
+static int check_list(const struct peach2_xfer *x, uint32_t count, uint32_t flags, uint64_t *descs)
+{
+	struct fake_alloc *s, *d;
+	*descs = 0;
+	if (count == 0 || count > PEACH2_DMA_MAX_XFERS)
+		return -EINVAL;
+	for (uint32_t i = 0; i < count; ++i) {
+		int rc = check_xfer(&x[i], &s, &d);
+		if (rc)
+			return rc;
+		*descs += count_descs(&x[i], s, d);
+	}
+	if ((flags & PEACH2_DMA_REG_MODE) && *descs != 1)
+		return -EINVAL;
+	if (*descs > PEACH2_DMA_MAX_CHAIN)
+		return -EINVAL;
+	return 0;
+}
+
+static void run_list(const struct peach2_xfer *x, uint32_t count)
+{
+	struct fake_alloc *s, *d;
+	for (uint32_t i = 0; i < count; ++i) {
+		check_xfer(&x[i], &s, &d);
+		run_xfer(&x[i], s, d);
+	}
+}
+
+static int card_room(uint32_t flags, uint64_t descs)
+{
+	return (flags & (PEACH2_DMA_REG_MODE | PEACH2_DMA_HOST_DESC)) ||
+	       card_descs_used + descs <= PEACH2_DESC_MAX;
+}
+
+static int chain_create(struct peach2_chain_create *c)
+{
+	const uint32_t modes = PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE;
+	uint64_t descs;
+	if (c->reserved[0] || c->reserved[1] || (c->flags & ~modes) || (c->flags & modes) == modes)
+		return -EINVAL;
+	const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)c->xfers;
+	int rc = check_list(x, c->count, c->flags, &descs);
+	if (rc)
+		return rc;
+	if (!card_room(c->flags, descs))
+		return -ENOSPC;
+	for (uint32_t i = 0; i < FAKE_CHAINS; ++i) {
+		if (chains[i].id)
+			continue;
+		chains[i].x = malloc(c->count * sizeof *x);
+		if (!chains[i].x)
+			return -ENOMEM;
+		memcpy(chains[i].x, x, c->count * sizeof *x);
+		chains[i].id = ++next_chain;
+		chains[i].count = c->count;
+		chains[i].flags = c->flags;
+		chains[i].descs = (uint32_t)descs;
+		if (!(c->flags & modes))
+			card_descs_used += (uint32_t)descs;
+		c->chain = chains[i].id;
+		c->nr_desc = (uint32_t)descs;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static struct fake_chain *find_chain(uint32_t id)
+{
+	for (uint32_t i = 0; id && i < FAKE_CHAINS; ++i)
+		if (chains[i].id == id)
+			return &chains[i];
+	return NULL;
+}
+
+static int chain_destroy(const struct peach2_chain_destroy *d)
+{
+	struct fake_chain *c = find_chain(d->chain);
+	if (d->flags)
+		return -EINVAL;
+	if (!c)
+		return -ENOENT;
+	if (!(c->flags & (PEACH2_DMA_REG_MODE | PEACH2_DMA_HOST_DESC)))
+		card_descs_used -= c->descs;
+	free(c->x);
+	memset(c, 0, sizeof *c);
+	return 0;
+}
+
+static void remember(uint64_t ticket)
+{
+	if (nr_done == FAKE_DONE) { /* forget the oldest, as the driver does */
+		memmove(done, done + 1, (FAKE_DONE - 1) * sizeof *done);
+		--nr_done;
+	}
+	done[nr_done++] = ticket;
+}
+
+static int dma_start(struct peach2_dma_start *s)
+{
+	const uint32_t modes = PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE;
+	uint64_t descs;
+	if (s->reserved[0] || s->reserved[1] || (s->flags & ~PEACH2_DMA_FLAGS_ALL) ||
+	    (s->flags & modes) == modes ||
+	    (s->channel >= PEACH2_DMA_CHANNELS && s->channel != PEACH2_DMA_ANY_CHANNEL) ||
+	    (!(s->flags & PEACH2_DMA_WAIT) && s->timeout_ms))
+		return -EINVAL;
+	if (s->chain) {
+		struct fake_chain *c = find_chain(s->chain);
+		if (s->count || s->xfers || (s->flags & ~PEACH2_DMA_WAIT))
+			return -EINVAL;
+		if (!c)
+			return -ENOENT;
+		run_list(c->x, c->count);
+	} else {
+		const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)s->xfers;
+		int rc = check_list(x, s->count, s->flags, &descs);
+		if (rc)
+			return rc;
+		if (!card_room(s->flags, descs))
+			return -ENOSPC;
+		run_list(x, s->count);
+	}
+	s->ticket = ++last_ticket;
+	s->status = 0;
+	if (!(s->flags & PEACH2_DMA_WAIT))
+		remember(s->ticket);
+	return 0;
+}
+
+static int dma_wait(struct peach2_dma_wait *w)
+{
+	if (w->reserved)
+		return -EINVAL;
+	for (uint32_t i = 0; i < nr_done; ++i) {
+		if (done[i] != w->ticket)
+			continue;
+		memmove(done + i, done + i + 1, (nr_done - i - 1) * sizeof *done);
+		--nr_done;
+		w->status = 0;
+		w->bytes = 0;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int fake_is_dma_ioctl(unsigned long req)
+{
+	return req == PEACH2_IOC_CHAIN_CREATE || req == PEACH2_IOC_CHAIN_DESTROY ||
+	       req == PEACH2_IOC_DMA_START || req == PEACH2_IOC_DMA_WAIT;
+}
+
+int fake_dma_ioctl(unsigned long req, void *arg)
+{
+	if (!fake_window)
+		return -EIO;
+	if (req == PEACH2_IOC_CHAIN_CREATE)
+		return chain_create(arg);
+	if (req == PEACH2_IOC_CHAIN_DESTROY)
+		return chain_destroy(arg);
+	if (req == PEACH2_IOC_DMA_START)
+		return dma_start(arg);
+	return dma_wait(arg);
+}
