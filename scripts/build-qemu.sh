@@ -15,6 +15,15 @@ fi
 mkdir -p "$QDIR/bin" "$QDIR/dl"
 
 # 1. Source, from Debian's source package (needs a deb-src entry: scripts/install-deps.sh).
+# Our QEMU patches are applied once to the extracted tree; when the set of
+# patches changes, start again from a clean extraction (patches are never
+# un-applied in place).
+PATCHES_HASH=$(cat "$PEACH2_TOP"/qemu-device/patches/*.patch 2>/dev/null | sha256sum | cut -c1-16)
+if [ -f "$QDIR/src/.extracted" ] && [ "$(cat "$QDIR/src/.peach2-patches" 2>/dev/null)" != "$PATCHES_HASH" ] \
+   && [ -f "$QDIR/src/.peach2-patches" ]; then
+  say "QEMU patches changed: extracting a clean source tree (full rebuild follows)"
+  rm -rf "$QDIR/src"
+fi
 if [ ! -f "$QDIR/src/.extracted" ]; then
   if ! ls "$QDIR"/dl/qemu_*.dsc >/dev/null 2>&1; then
     say "downloading QEMU source package (apt-get source qemu, ~24 MB)"
@@ -32,6 +41,7 @@ grep -q "^7\.2" "$SRC/VERSION" || die "unexpected QEMU version $(cat "$SRC/VERSI
 
 # 2. Add the device (copied, so the build tree never points into a checkout that may vanish).
 "$PEACH2_TOP/qemu-device/install-into-qemu.sh" "$SRC"
+echo "$PATCHES_HASH" >"$SRC/.peach2-patches"
 
 # 3. Configure once, then build incrementally.
 if [ ! -f "$QDIR/build/build.ninja" ]; then

@@ -35,7 +35,7 @@
 OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
 
 /* Bytes taken from a link per read callback; the core buffers the rest. */
-#define PEACH2_RX_CHUNK 65536
+#define PEACH2_RX_CHUNK (256 * 1024)
 /*
  * An open write-combining buffer is sent when the CPU fences its stores
  * (SFENCE/MFENCE: cpu_wc_flush(), as on real x86) or, for code that never
