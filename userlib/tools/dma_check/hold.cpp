@@ -9,6 +9,7 @@
 #include "common.hpp"
 #include "wire.hpp"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -87,13 +88,22 @@ int cmd_hold(int argc, char **argv)
 	tcaDmaOpts opts{};
 	opts.flags = o.flags;
 	std::vector<tcaDmaTicket> tickets(o.runs);
-	for (std::uint64_t r = 0; r < o.runs; ++r)
+	// Say HOLDING once a few runs are under way, then go on starting the
+	// rest: starting can take as long as the runs themselves (a fast link
+	// empties the queue as fast as we fill it), and the test must kill us
+	// while DMA is in flight, not after it is all done.
+	const std::uint64_t announce_after = std::min<std::uint64_t>(o.runs, 4);
+	for (std::uint64_t r = 0; r < o.runs; ++r) {
 		if (!dma_ok(tcaDmaPut(&dst, 0, src.get(), o.size, &opts, &tickets[r]), nullptr, "start"))
 			return 1;
-	std::printf("%s hold: HOLDING %" PRIu64 " %s runs of %" PRIu64 " bytes to %s (pid %d)\n", kProg,
-		    o.runs, mode_name(o.flags), o.size, remote ? "the peer" : "a local buffer",
-		    static_cast<int>(getpid()));
-	std::fflush(stdout);
+		if (r + 1 == announce_after) {
+			std::printf("%s hold: HOLDING %" PRIu64 " %s runs of %" PRIu64
+				    " bytes to %s (pid %d), starting more\n",
+				    kProg, o.runs, mode_name(o.flags), o.size,
+				    remote ? "the peer" : "a local buffer", static_cast<int>(getpid()));
+			std::fflush(stdout);
+		}
+	}
 	for (;;)
 		pause(); // until killed: the point is to die with DMA in flight
 }
