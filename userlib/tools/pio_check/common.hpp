@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../common/cli.hpp"
+#include "../common/peer.hpp"
 
 #include <tca/tca.h>
 
@@ -12,22 +13,20 @@ namespace piocheck {
 
 inline constexpr const char *kProg = "pio_check";
 
-// Options every two-node subcommand takes.
-struct PeerOptions {
-	int peer = -1;
-	int timeout_ms = 10000;          // one step (write + ack)
-	int exchange_timeout_ms = 60000; // the peer starting
-};
+// The two-node helpers of tools/common/peer.hpp, speaking as this program.
+using tcatools::PeerOptions;
+using tcatools::take_peer_option;
 
-// Consumes the option at the reader's position if it is a PeerOptions one.
-bool take_peer_option(tcatools::ArgReader &a, PeerOptions *o);
+inline bool open_and_check_peer(const PeerOptions &o, int *self)
+{
+	return tcatools::open_and_check_peer(kProg, o, self);
+}
 
-// Opens the device and checks o.peer: prints and returns false on error.
-bool open_and_check_peer(const PeerOptions &o, int *self);
-
-// tcaExchange with error text naming the step.
-bool exchange(const PeerOptions &o, const tcaHandle &mine, tcaHandle *theirs, std::uint32_t tag,
-	      int timeout_ms, const char *step);
+inline bool exchange(const PeerOptions &o, const tcaHandle &mine, tcaHandle *theirs, std::uint32_t tag,
+		     int timeout_ms, const char *step)
+{
+	return tcatools::exchange(kProg, o, mine, theirs, tag, timeout_ms, step);
+}
 
 // Stores v at byte `offset` of `h`.
 bool put_u64(const tcaHandle &h, std::uint64_t offset, std::uint64_t v, const char *what);
