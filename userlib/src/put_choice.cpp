@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "put_choice.hpp"
 
+#include "size_text.hpp"
+
 #include <tca/tca.h>
 
 #include <string_view>
@@ -25,40 +27,8 @@ PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr,
 
 std::uint64_t pio_max_from(const char *text) noexcept
 {
-	if (!text)
-		return TCA_PIO_MAX_DEFAULT;
-	std::string_view s(text);
-	unsigned base = 10;
-	if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s.remove_prefix(2);
-	}
-	std::uint64_t mult = 1;
-	if (!s.empty() && base == 10 && (s.back() == 'k' || s.back() == 'K'))
-		mult = 1024;
-	else if (!s.empty() && base == 10 && (s.back() == 'm' || s.back() == 'M'))
-		mult = 1024 * 1024;
-	if (mult != 1)
-		s.remove_suffix(1);
-	if (s.empty())
-		return TCA_PIO_MAX_DEFAULT;
 	std::uint64_t v = 0;
-	for (char c : s) {
-		unsigned d;
-		if (c >= '0' && c <= '9')
-			d = static_cast<unsigned>(c - '0');
-		else if (base == 16 && c >= 'a' && c <= 'f')
-			d = static_cast<unsigned>(c - 'a' + 10);
-		else if (base == 16 && c >= 'A' && c <= 'F')
-			d = static_cast<unsigned>(c - 'A' + 10);
-		else
-			return TCA_PIO_MAX_DEFAULT;
-		if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))
-			return TCA_PIO_MAX_DEFAULT;
-	}
-	if (__builtin_mul_overflow(v, mult, &v))
-		return TCA_PIO_MAX_DEFAULT;
-	return v;
+	return text && parse_size(text, &v) ? v : TCA_PIO_MAX_DEFAULT;
 }
 
 } // namespace tca
