@@ -1610,20 +1610,13 @@ FIXTURE(unbind) {
 
 FIXTURE_SETUP(unbind)
 {
-	char path[PATH_MAX], link[PATH_MAX];
-	ssize_t n;
-
 	self->fd = -1;
 	if (!getenv("PEACH2_TEST_UNBIND"))
 		SKIP(return, "set PEACH2_TEST_UNBIND=1 to unbind/rebind the driver");
 	self->fd = open(dev_path(), O_RDWR | O_CLOEXEC);
 	if (self->fd < 0)
 		SKIP(return, "%s: %s", dev_path(), strerror(errno));
-	class_attr(path, sizeof(path), "device");
-	n = readlink(path, link, sizeof(link) - 1);
-	ASSERT_LT(0, n);
-	link[n] = '\0';
-	snprintf(self->pci_addr, sizeof(self->pci_addr), "%s", basename(link));
+	ASSERT_EQ(0, card_pci_addr(self->pci_addr, sizeof(self->pci_addr)));
 }
 
 FIXTURE_TEARDOWN(unbind)

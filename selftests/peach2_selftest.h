@@ -100,4 +100,19 @@ static int do_free(int fd, uint32_t handle)
 	return xioctl(fd, PEACH2_IOC_FREE, &f);
 }
 
+/* The card's PCI address (e.g. 0000:00:01.0), for unbind/bind: 0 or -errno. */
+static int card_pci_addr(char *out, size_t size)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t n;
+
+	class_attr(path, sizeof(path), "device");
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	link[n] = '\0';
+	snprintf(out, size, "%s", basename(link));
+	return 0;
+}
+
 #endif /* PEACH2_SELFTEST_H */
