@@ -219,8 +219,7 @@ static void peach2_wc_fence(void *opaque)
     Peach2State *s = opaque;
 
     trace_peach2_wc_fence(s->node_id);
-    peach2_core_flush(s->core);
-    peach2_drain_all(s);
+    peach2_flush_bh(s); /* now, in this vCPU: the fence must not wait */
 }
 
 static void peach2_wc_timer(void *opaque)

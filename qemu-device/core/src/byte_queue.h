@@ -17,8 +17,11 @@ public:
     // True if n more bytes fit under the limit.
     bool fits(size_t n) const { return n <= limit_ && size() <= limit_ - n; }
 
-    void push(std::span<const uint8_t> bytes) {
-        buf_.insert(buf_.end(), bytes.begin(), bytes.end());
+    // Let `write` append bytes at the back (e.g. encode a packet in place,
+    // without a temporary buffer).
+    template <typename F>
+    void append(F&& write) {
+        write(buf_);
     }
     std::span<const uint8_t> front() const {
         return {buf_.data() + head_, size()};

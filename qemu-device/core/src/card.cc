@@ -10,6 +10,10 @@ namespace {
 constexpr uint64_t kDefaultTxLimit = 64ull << 20;
 constexpr uint64_t kPage = 4096;
 
+size_t link_limit(const peach2_core_config& cfg) {
+    return cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit;
+}
+
 const char* port_name(unsigned port) {
     static constexpr const char* names[] = {"N", "E", "W", "S"};
     return port < PEACH2_NR_PORTS ? names[port] : "?";
@@ -56,10 +60,8 @@ Card::Card(const peach2_core_config& cfg, const peach2_core_host& host)
     : cfg_(cfg),
       host_(host),
       cardmem_(PEACH2_CARDMEM_SIZE, 0),
-      links_{Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
-             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
-             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit),
-             Link(cfg.tx_limit ? cfg.tx_limit : kDefaultTxLimit)} {}
+      links_{Link(link_limit(cfg)), Link(link_limit(cfg)), Link(link_limit(cfg)),
+             Link(link_limit(cfg))} {}
 
 // Guest reset: the card's own state starts over; links are cables and keep
 // their state so that one node's reboot does not disturb its peers.
@@ -422,10 +424,7 @@ peach2_err Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t
     hdr.magic = PEACH2_PKT_MAGIC;
     hdr.version = PEACH2_PKT_VERSION;
     hdr.seq = l.tx_seq++;
-    std::vector<uint8_t> bytes;
-    bytes.reserve(kHeaderSize + payload.size());
-    encode_packet(hdr, payload, bytes);
-    l.tx.push(bytes);
+    l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     sat_inc(counters_[port].tx_pkts);
     counters_[port].tx_bytes += payload.size();
     kick();
