@@ -74,6 +74,8 @@ typedef uint64_t peach2_u64;
 #define PEACH2_CARD_OFF        0x40000000ull
 #define PEACH2_CARD_SIZE       0x00010000ull
 #define PEACH2_CARD_MAILBOX_OFF 0x0000ull              /* within the card region */
+#define PEACH2_CARD_DOORBELL_OFF 0x8000ull             /* read-proxy doorbell: takes
+							* only RPREQ packets */
 #define PEACH2_GPU_OFF         0x60000000ull
 #define PEACH2_GPU_SIZE        0x20000000ull
 #define PEACH2_NODE_BASE(n)    ((peach2_u64)(n) << PEACH2_SLICE_SHIFT)
@@ -102,9 +104,11 @@ typedef uint64_t peach2_u64;
 #define   PEACH2_INT_ERROR      (1u << 0) /* vector 0 */
 #define   PEACH2_INT_LINK       (1u << 1) /* vector 0: a link went up/down */
 #define   PEACH2_INT_MAILBOX    (1u << 2) /* vector 0: a remote wrote the mailbox */
+#define   PEACH2_INT_RP         (1u << 3) /* vector 6: read-proxy requests queued */
 #define   PEACH2_INT_DMA(ch)    (1u << (8 + (ch))) /* vector 1 + ch: channel ended */
 #define PEACH2_INT_VECTOR_MISC  0u
-#define PEACH2_INT_VECTOR_DMA(ch) (1u + (ch))
+#define PEACH2_INT_VECTOR_DMA(ch) (1u + (ch)) /* ch 0..4: vectors 1..5 */
+#define PEACH2_INT_VECTOR_RP    6u
 
 /* Error reporting: the first error since the last clear is latched with
  * its address; the counter counts every error. */
@@ -152,6 +156,11 @@ typedef uint64_t peach2_u64;
  * equal low 4 address bits, length a multiple of 4.
  */
 #define PEACH2_DMA_CHANNELS    4u
+/* A fifth channel, same registers at PEACH2_REG_DMA(4, r), is the read
+ * proxy's: the driver sends its replies on it (vector 5); user space never
+ * gets it. */
+#define PEACH2_DMA_PROXY_CHANNEL 4u
+#define PEACH2_DMA_ENGINES     5u
 #define PEACH2_REG_DMA_BASE    0x400
 #define PEACH2_REG_DMA_STRIDE  0x40
 #define PEACH2_REG_DMA(ch, r)  (PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * (ch) + (r))
@@ -199,6 +208,86 @@ struct peach2_desc {
 #define PEACH2_DESC_STRIDE_SRC (1u << 3) /* gap applies to the source */
 #define PEACH2_DESC_STRIDE_DST (1u << 4) /* gap applies to the destination */
 #define PEACH2_DESC_FLAGS_ALL  0x1fu
+
+/* ---- Read proxy ---------------------------------------------------------
+ * PEACH2 cannot read remote memory. A node that wants to read (or to do an
+ * atomic operation on) another node's memory sends a request to that node's
+ * card, which queues it in a ring in its host's memory and interrupts its
+ * driver; the driver checks it, and answers with the proxy DMA channel:
+ * the data (READ) to the requester's `reply` address, then a completion
+ * record to `cpl`. Nothing on the target runs in user space.
+ *
+ * Sending (requester's driver): write the 64-byte request into RP_TX_REQ,
+ * then the target node id into RP_TX_SEND. The card sends one RPREQ packet
+ * to the target's doorbell (global address NODE_BASE(target) + CARD_OFF +
+ * CARD_DOORBELL_OFF) and sets RP_TX_RESULT (0 or the routing error). PIO
+ * stores to a doorbell are refused (BAD_TARGET): only cards send requests,
+ * so only drivers do.
+ *
+ * Receiving (target card): an RPREQ is checked (payload 64 bytes, cpl in
+ * host memory and 32-byte aligned; else RP_BAD_PACKET, dropped), stamped
+ * with the packet's src_node and written to ring entry TAIL % RING_SIZE;
+ * TAIL advances and INT_STATUS.RP is set (vector 6). With the ring disabled
+ * or full (TAIL - HEAD == RING_SIZE) the card answers by itself with a
+ * completion record of status RP_OFF / RP_FULL (and raises that error).
+ * The driver consumes entries and writes HEAD; if entries remain after a
+ * HEAD write, INT_STATUS.RP is set again, so the driver can stop after a
+ * bounded number per interrupt.
+ *
+ * Completion record (struct peach2_rp_cpl) at the requester's `cpl`: the
+ * first 24 bytes in one write, then `tag` (the request's seq) in a second
+ * 8-byte write; poll `tag` with acquire loads, then read the rest.
+ */
+#define PEACH2_REG_RP_CTRL       0x700 /* RW: bit 0 enable the ring */
+#define   PEACH2_RP_ENABLE        (1u << 0)
+#define PEACH2_REG_RP_RING_SIZE  0x704 /* RW (while disabled): entries, power of 2 */
+#define PEACH2_REG_RP_BASE_LO    0x708 /* RW (while disabled): bus address, 64-B aligned */
+#define PEACH2_REG_RP_BASE_HI    0x70c
+#define PEACH2_REG_RP_HEAD       0x710 /* RW: entries consumed (free running) */
+#define PEACH2_REG_RP_TAIL       0x714 /* RO: entries produced (free running) */
+#define PEACH2_REG_RP_TX_SEND    0x718 /* WO: target node: send RP_TX_REQ */
+#define PEACH2_REG_RP_TX_RESULT  0x71c /* RO: 0 or peach2_err of the last send */
+#define PEACH2_REG_RP_TX_SENT    0x720 /* RO counters, 32-bit, saturating */
+#define PEACH2_REG_RP_RX_QUEUED  0x724
+#define PEACH2_REG_RP_RX_REFUSED 0x728 /* answered RP_FULL or RP_OFF by the card */
+#define PEACH2_REG_RP_RX_DROPPED 0x72c /* RP_BAD_PACKET: not answerable */
+#define PEACH2_REG_RP_TX_REQ     0x740 /* RW: 64 bytes, struct peach2_rp_req */
+#define PEACH2_RP_RING_MAX       4096u
+#define PEACH2_RP_ENTRY_SIZE     64u
+
+#define PEACH2_RP_VERSION      1u
+enum peach2_rp_op {
+	PEACH2_RP_OP_READ = 1,     /* copy len bytes at addr to reply */
+	PEACH2_RP_OP_CAS = 2,      /* 8 B at addr: if == operand[0], := operand[1] */
+	PEACH2_RP_OP_FAA = 3,      /* 8 B at addr: += operand[0] */
+};
+#define PEACH2_RP_MAX_LEN      (4u << 20) /* bytes per READ request */
+
+/* A request, as sent in the RPREQ payload and as queued in the ring. */
+struct peach2_rp_req {
+	peach2_u8 op;          /* enum peach2_rp_op */
+	peach2_u8 version;     /* PEACH2_RP_VERSION */
+	peach2_u16 src_node;   /* requester: set by the receiving card */
+	peach2_u32 export_id;  /* names memory the target's owner exported */
+	peach2_u32 key;        /* the export's key */
+	peach2_u32 len;        /* READ: bytes, multiple of 4; CAS/FAA: 8 */
+	peach2_u64 addr;       /* target host bus address of the first byte */
+	peach2_u64 seq;        /* strictly increasing per requester node;
+				* the completion's tag */
+	peach2_u64 reply;      /* READ: requester host bus address for the data;
+				* (reply ^ addr) & 15 == 0 (DMA restriction) */
+	peach2_u64 cpl;        /* requester host bus address of the completion
+				* record, 32-byte aligned */
+	peach2_u64 operand[2]; /* CAS: compare, swap; FAA: addend, 0 */
+};
+
+struct peach2_rp_cpl {
+	peach2_u64 value;      /* CAS/FAA: the value before the operation */
+	peach2_u32 status;     /* 0 or enum peach2_err */
+	peach2_u32 len;        /* READ: bytes delivered (all or nothing) */
+	peach2_u64 reserved;   /* 0 */
+	peach2_u64 tag;        /* the request's seq; written last */
+};
 
 /* ---- Routing ------------------------------------------------------------
  * Per port (N, E, W, S) PEACH2_ROUTE_ENTRIES entries of address mask and
@@ -282,10 +371,11 @@ struct peach2_fw_entry {
 
 #define PEACH2_ID_MAGIC        0x50454332u /* "PEC2" */
 #define PEACH2_VERSION_MAJOR   1u
-#define PEACH2_VERSION_MINOR   0u
+#define PEACH2_VERSION_MINOR   1u /* 1: read proxy */
 #define PEACH2_CAP_MAILBOX     (1u << 0)
 #define PEACH2_CAP_DMA         (1u << 1)
 #define PEACH2_CAP_ROUTING     (1u << 2)
+#define PEACH2_CAP_READ_PROXY  (1u << 3)
 
 /* Ports. N is the host port; E/W form rings; S joins rings. */
 enum peach2_port {
@@ -322,6 +412,15 @@ enum peach2_err {
 	PEACH2_ERR_DMA_READ = 20,     /* reading a source or host descriptor failed */
 	PEACH2_ERR_DMA_BUSY = 21,     /* start while the channel is busy */
 	PEACH2_ERR_DMA_ABORTED = 22,  /* stopped by CTRL.ABORT or a device reset */
+	/* Read proxy. The card raises RP_FULL/RP_OFF/RP_BAD_PACKET itself; the
+	 * others are the target driver's answers in a completion record. */
+	PEACH2_ERR_RP_FULL = 23,      /* target's request ring full: retry later */
+	PEACH2_ERR_RP_OFF = 24,       /* target has no request ring (no driver) */
+	PEACH2_ERR_RP_BAD_REQUEST = 25, /* bad version, op, len, alignment or address */
+	PEACH2_ERR_RP_NOT_EXPORTED = 26, /* no such export, wrong key, op not allowed */
+	PEACH2_ERR_RP_RANGE = 27,     /* bytes outside the export */
+	PEACH2_ERR_RP_REPLAY = 28,    /* seq not newer than the last from that node */
+	PEACH2_ERR_RP_BAD_PACKET = 29, /* RPREQ the card cannot even answer (bad cpl) */
 	PEACH2_ERR_NR_CODES = 32,
 };
 
@@ -340,6 +439,8 @@ enum peach2_err {
 enum peach2_pkt_type {
 	PEACH2_PKT_HELLO = 1, /* payload: struct peach2_hello */
 	PEACH2_PKT_WRITE = 2, /* payload: data for `addr` (global address) */
+	PEACH2_PKT_RPREQ = 3, /* payload: struct peach2_rp_req; `addr` is the
+			       * target's doorbell */
 };
 
 struct peach2_pkt_hdr {
@@ -369,6 +470,8 @@ static_assert(sizeof(struct peach2_hello) == 16, "hello payload is 16 bytes");
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE, "descriptor is 32 bytes");
 static_assert(sizeof(struct peach2_fw_header) == 64, "firmware header is 64 bytes");
 static_assert(sizeof(struct peach2_fw_entry) == 32, "firmware entry is 32 bytes");
+static_assert(sizeof(struct peach2_rp_req) == PEACH2_RP_ENTRY_SIZE, "request is 64 bytes");
+static_assert(sizeof(struct peach2_rp_cpl) == 32, "completion record is 32 bytes");
 #endif
 
 #endif /* PEACH2_HW_H */

@@ -19,7 +19,7 @@
 #include <sys/ioctl.h>
 #endif
 
-#define PEACH2_ABI_VERSION 2 /* 2: DMA ioctls */
+#define PEACH2_ABI_VERSION 3 /* 2: DMA ioctls; 3: read proxy (export, get, atomics) */
 
 #define PEACH2_DEV_PREFIX "peach2-" /* /dev/peach2-<n>, n = probe order */
 
@@ -167,6 +167,61 @@ struct peach2_dma_wait {
 	__u64 reserved;       /* must be 0 */
 };
 
+/* ---- Read proxy: export, remote get, remote atomics ----------------------
+ * Exporting makes a range of one of this fd's buffers readable (and/or open
+ * to 64-bit atomics) by any node, through the target-side driver's read
+ * proxy: no process on this node takes part in serving requests. An export
+ * ends with PEACH2_IOC_UNEXPORT, when its buffer is freed, or when the fd is
+ * closed; a request that arrives later is refused (RP_NOT_EXPORTED). A
+ * request already being served keeps the memory alive until its reply is
+ * sent.
+ */
+#define PEACH2_EXPORT_READ    (1u << 0) /* PEACH2_RP_OP_READ allowed */
+#define PEACH2_EXPORT_ATOMIC  (1u << 1) /* PEACH2_RP_OP_CAS/FAA allowed */
+#define PEACH2_EXPORT_FLAGS_ALL 0x3u
+#define PEACH2_MAX_EXPORTS_PER_FD 1024u
+
+struct peach2_export {
+	__u32 handle;         /* in: buffer of this fd */
+	__u32 flags;          /* in: PEACH2_EXPORT_*, at least one */
+	__u64 offset;         /* in: first byte inside the buffer */
+	__u64 len;            /* in: bytes, > 0, inside the buffer */
+	__u32 export_id;      /* out: names the export on this node, never 0 */
+	__u32 key;            /* out: random; requests must quote it */
+	__u64 reserved[2];    /* must be 0 */
+};
+
+struct peach2_unexport {
+	__u32 export_id;
+	__u32 flags;          /* must be 0 */
+};
+
+/* Send one request (struct peach2_rp_req) to node `node`. Returns once the
+ * card has sent it; the answer arrives later as a struct peach2_rp_cpl at
+ * byte cpl_offset of buffer cpl_handle, with tag == the `tag` returned here.
+ * Both the reply range (READ) and the completion record must lie inside
+ * this fd's buffers, each inside one physically contiguous chunk; the
+ * record 32-byte aligned. Errors: -EINVAL (fields), -ENXIO (node not in
+ * the sub-cluster), -EHOSTUNREACH (no route / link down: nothing was sent),
+ * -ENODEV (card gone). `node` may be this node. */
+struct peach2_rp_submit {
+	__u32 node;           /* in: target node */
+	__u32 op;             /* in: enum peach2_rp_op */
+	__u32 export_id;      /* in: the target's export */
+	__u32 key;            /* in */
+	__u64 addr;           /* in: target host bus address (from its chunks) */
+	__u32 len;            /* in: READ: 4 .. PEACH2_RP_MAX_LEN, multiple of 4;
+			       * CAS/FAA: 8 */
+	__u32 reply_handle;   /* in: READ: buffer of this fd for the data; else 0 */
+	__u64 reply_offset;   /* in: READ: offset in it; else 0 */
+	__u32 cpl_handle;     /* in: buffer of this fd for the completion */
+	__u32 flags;          /* in: must be 0 */
+	__u64 cpl_offset;     /* in: 32-byte aligned */
+	__u64 operand[2];     /* in: CAS: compare, swap; FAA: addend, 0 */
+	__u64 tag;            /* out: the completion's tag (the request's seq) */
+	__u64 reserved[2];    /* must be 0 */
+};
+
 #define PEACH2_IOC_MAGIC 'P'
 #define PEACH2_IOC_INFO   _IOR(PEACH2_IOC_MAGIC, 0x00, struct peach2_info)
 #define PEACH2_IOC_ALLOC  _IOWR(PEACH2_IOC_MAGIC, 0x01, struct peach2_alloc)
@@ -176,5 +231,8 @@ struct peach2_dma_wait {
 #define PEACH2_IOC_CHAIN_DESTROY _IOW(PEACH2_IOC_MAGIC, 0x11, struct peach2_chain_destroy)
 #define PEACH2_IOC_DMA_START     _IOWR(PEACH2_IOC_MAGIC, 0x12, struct peach2_dma_start)
 #define PEACH2_IOC_DMA_WAIT      _IOWR(PEACH2_IOC_MAGIC, 0x13, struct peach2_dma_wait)
+#define PEACH2_IOC_EXPORT        _IOWR(PEACH2_IOC_MAGIC, 0x20, struct peach2_export)
+#define PEACH2_IOC_UNEXPORT      _IOW(PEACH2_IOC_MAGIC, 0x21, struct peach2_unexport)
+#define PEACH2_IOC_RP_SUBMIT     _IOWR(PEACH2_IOC_MAGIC, 0x22, struct peach2_rp_submit)
 
 #endif /* PEACH2_UAPI_H */
