@@ -288,6 +288,11 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     Peach2State *s = opaque;
 
     peach2_core_reg_write(s->core, addr, val, size);
+    if (addr == PEACH2_REG_RP_TX_SEND) {
+        /* A read-proxy request: send it from this vCPU, like a window store,
+         * rather than wait for the bottom half. */
+        peach2_drain_all(s);
+    }
 }
 
 static uint64_t peach2_cardmem_read(void *opaque, hwaddr addr, unsigned size)

@@ -44,6 +44,13 @@ const char* err_name(peach2_err code) {
     case PEACH2_ERR_DMA_READ: return "DMA read failed";
     case PEACH2_ERR_DMA_BUSY: return "DMA channel busy";
     case PEACH2_ERR_DMA_ABORTED: return "DMA aborted";
+    case PEACH2_ERR_RP_FULL: return "read-proxy request ring full";
+    case PEACH2_ERR_RP_OFF: return "read proxy not enabled";
+    case PEACH2_ERR_RP_BAD_REQUEST: return "bad read-proxy request";
+    case PEACH2_ERR_RP_NOT_EXPORTED: return "memory not exported";
+    case PEACH2_ERR_RP_RANGE: return "outside the export";
+    case PEACH2_ERR_RP_REPLAY: return "replayed read-proxy request";
+    case PEACH2_ERR_RP_BAD_PACKET: return "unanswerable read-proxy request";
     default: return "unknown";
     }
 }
@@ -85,6 +92,7 @@ void Card::reset() {
     open_.reset();
     dma_reset();
     routing_reset();
+    rp_reset();
 }
 
 // ---- registers -------------------------------------------------------------
@@ -122,10 +130,10 @@ uint32_t Card::reg_read32(uint64_t off) {
     }
     if (off >= PEACH2_REG_ERR_BY_CODE(0) && off < PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_NR_CODES))
         return err_by_code_[(off - PEACH2_REG_ERR_BY_CODE(0)) / 4];
-    if (uint32_t v = 0; routing_reg_read(off, v))
+    if (uint32_t v = 0; routing_reg_read(off, v) || rp_reg_read(off, v))
         return v;
     if (off >= PEACH2_REG_DMA_BASE &&
-        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
+        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_ENGINES) {
         const uint64_t rel = off - PEACH2_REG_DMA_BASE;
         return dma_reg_read(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
                             static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE));
@@ -137,7 +145,8 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_NODE_COUNT: return cfg_.node_count;
     case PEACH2_REG_SLICE_SHIFT: return PEACH2_SLICE_SHIFT;
     case PEACH2_REG_HOST_SHIFT: return PEACH2_HOST_SHIFT;
-    case PEACH2_REG_CAPS: return PEACH2_CAP_MAILBOX | PEACH2_CAP_DMA | PEACH2_CAP_ROUTING;
+    case PEACH2_REG_CAPS:
+        return PEACH2_CAP_MAILBOX | PEACH2_CAP_DMA | PEACH2_CAP_ROUTING | PEACH2_CAP_READ_PROXY;
     case PEACH2_REG_SCRATCH: return scratch_;
     case PEACH2_REG_LINK(0): return link_reg(PEACH2_PORT_E);
     case PEACH2_REG_LINK(1): return link_reg(PEACH2_PORT_W);
@@ -173,10 +182,10 @@ void Card::reg_write(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::reg_write32(uint64_t off, uint32_t val) {
-    if (routing_reg_write(off, val))
+    if (routing_reg_write(off, val) || rp_reg_write(off, val))
         return;
     if (off >= PEACH2_REG_DMA_BASE &&
-        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_CHANNELS) {
+        off < PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_ENGINES) {
         const uint64_t rel = off - PEACH2_REG_DMA_BASE;
         dma_reg_write(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
                       static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE), val);
@@ -333,12 +342,19 @@ std::optional<unsigned> Card::port_towards(uint32_t node, peach2_err& why) const
     return std::nullopt;
 }
 
-peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
-                             uint32_t src_node) {
+peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                              uint8_t hops, uint32_t src_node) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
     const bool table = route_ctrl_ & PEACH2_ROUTE_ENABLE;
-    if (!table && node == cfg_.node_id)
+    const auto deliver = [&] {
+        if (type == PEACH2_PKT_RPREQ) {
+            rp_receive(addr, src_node, data);
+            return PEACH2_ERR_NONE;
+        }
         return deliver_local(addr, data);
+    };
+    if (!table && node == cfg_.node_id)
+        return deliver();
     if (node >= cfg_.node_count) {
         raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
                     "store to node " + std::to_string(node) + " of " +
@@ -354,7 +370,7 @@ peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8
     if (table) {
         port = table_port(addr);
         if (port == PEACH2_PORT_N)
-            return deliver_local(addr, data);
+            return deliver();
         if (port && !link_usable(*port)) {
             why = PEACH2_ERR_LINK_DOWN;
             port.reset();
@@ -367,7 +383,7 @@ peach2_err Card::route_write(uint64_t addr, std::span<const uint8_t> data, uint8
         return why;
     }
     peach2_pkt_hdr hdr{};
-    hdr.type = PEACH2_PKT_WRITE;
+    hdr.type = type;
     hdr.hops = hops;
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
@@ -530,7 +546,7 @@ bool Card::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const u
         raise_interrupt(PEACH2_INT_LINK);
         return true;
     }
-    // WRITE (header_problem() admitted only these two types).
+    // WRITE or RPREQ (header_problem() admitted only these types).
     if (!l.up) {
         l.rx.fail("WRITE before HELLO");
         return false;
@@ -544,7 +560,7 @@ bool Card::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const u
         l.rx.fail("WRITE whose dst_node does not match its address");
         return false;
     }
-    route_write(hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1), hdr.src_node);
+    route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1), hdr.src_node);
     return true;
 }
 
@@ -597,7 +613,9 @@ void Card::update_irq() {
         return;
     if (fresh & (PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX))
         host_.notify(host_.opaque, PEACH2_INT_VECTOR_MISC);
-    for (unsigned ch = 0; ch < PEACH2_DMA_CHANNELS; ++ch)
+    if (fresh & PEACH2_INT_RP)
+        host_.notify(host_.opaque, PEACH2_INT_VECTOR_RP);
+    for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch)
         if (fresh & PEACH2_INT_DMA(ch))
             host_.notify(host_.opaque, PEACH2_INT_VECTOR_DMA(ch));
 }

@@ -93,7 +93,12 @@ private:
     // send it out of the port the route gives.
     // Returns PEACH2_ERR_NONE, or the error it raised.
     peach2_err route_write(uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
-                           uint32_t src_node);
+                           uint32_t src_node) {
+        return route_packet(PEACH2_PKT_WRITE, addr, data, hops, src_node);
+    }
+    // The same for any packet type that travels by address (WRITE, RPREQ).
+    peach2_err route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                            uint8_t hops, uint32_t src_node);
     peach2_err deliver_local(uint64_t addr, std::span<const uint8_t> data);
     std::optional<unsigned> port_towards(uint32_t node, peach2_err& why) const;
     peach2_err send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
@@ -148,7 +153,23 @@ private:
     peach2_err dma_validate(const peach2_desc& d) const;
     void dma_finish(unsigned ch, peach2_err code);
     bool tx_backlogged() const;
-    std::array<DmaChannel, PEACH2_DMA_CHANNELS> dma_{};
+    std::array<DmaChannel, PEACH2_DMA_ENGINES> dma_{};
+
+    // Read proxy (card_rproxy.cc).
+    bool rp_reg_read(uint64_t off, uint32_t& val) const;
+    bool rp_reg_write(uint64_t off, uint32_t val);
+    void rp_send(uint32_t node);
+    void rp_receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload);
+    void rp_answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err status);
+    void rp_reset();
+    uint32_t rp_ctrl_ = 0;
+    uint32_t rp_size_ = 0;
+    uint64_t rp_base_ = 0;
+    uint32_t rp_head_ = 0;
+    uint32_t rp_tail_ = 0;
+    uint32_t rp_tx_result_ = 0;
+    uint32_t rp_tx_sent_ = 0, rp_rx_queued_ = 0, rp_rx_refused_ = 0, rp_rx_dropped_ = 0;
+    std::array<uint8_t, PEACH2_RP_ENTRY_SIZE> rp_tx_req_{};
 
     uint32_t scratch_ = 0;
     uint32_t in_ctrl_ = PEACH2_IN_ENABLE;

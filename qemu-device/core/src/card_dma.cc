@@ -274,7 +274,7 @@ bool Card::dma_step(unsigned ch, uint64_t& budget) {
 
 void Card::dma_run() {
     bool more = false;
-    for (unsigned ch = 0; ch < PEACH2_DMA_CHANNELS; ++ch) {
+    for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch) {
         DmaChannel& c = dma_[ch];
         if (!c.busy())
             continue;

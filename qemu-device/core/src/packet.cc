@@ -76,6 +76,12 @@ std::optional<std::string> header_problem(const peach2_pkt_hdr& h) {
         if (h.addr >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - h.addr < h.len)
             return "WRITE outside the window";
         return std::nullopt;
+    case PEACH2_PKT_RPREQ:
+        if (h.len != sizeof(peach2_rp_req))
+            return "RPREQ with length " + std::to_string(h.len);
+        if (h.addr >= PEACH2_WINDOW_SIZE)
+            return "RPREQ outside the window";
+        return std::nullopt;
     default:
         return "unknown packet type " + std::to_string(h.type);
     }

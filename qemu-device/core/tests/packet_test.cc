@@ -54,6 +54,16 @@ TEST(Packet, HeaderProblems) {
     h = good; h.type = PEACH2_PKT_HELLO; h.len = 3; EXPECT_TRUE(header_problem(h));
 }
 
+TEST(Packet, ReadProxyRequestsAreExactly64Bytes) {
+    auto h = write_hdr(PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF,
+                       sizeof(peach2_rp_req));
+    h.type = PEACH2_PKT_RPREQ;
+    EXPECT_FALSE(header_problem(h));
+    auto bad = h; bad.len = 63; EXPECT_TRUE(header_problem(bad));
+    bad = h; bad.len = 128; EXPECT_TRUE(header_problem(bad));
+    bad = h; bad.addr = PEACH2_WINDOW_SIZE; EXPECT_TRUE(header_problem(bad));
+}
+
 TEST(Packet, HelloRoundTrip) {
     const peach2_hello in{3, 8, PEACH2_PORT_W, 0x10000};
     const auto bytes = encode_hello(in);

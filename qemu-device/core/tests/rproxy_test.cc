@@ -1,0 +1,281 @@
+// The read proxy's card side: request engine, doorbell, ring, card answers,
+// and the proxy DMA channel (docs/hardware.md, "Read proxy").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "fake_host.h"
+
+namespace peach2::test {
+namespace {
+
+constexpr uint64_t kRing = 0x80000;  // ring in the target's fake memory
+constexpr uint64_t kDoorbell = PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF;
+
+class ReadProxy : public ::testing::Test {
+protected:
+    FakeHost ha, hb;
+    CorePtr a = make_core(ha, 0, 2);
+    CorePtr b = make_core(hb, 1, 2);
+
+    void SetUp() override {
+        peach2_core_link_attach(a.get(), PEACH2_PORT_E);
+        peach2_core_link_attach(b.get(), PEACH2_PORT_W);
+        ASSERT_EQ(allow(a.get(), 0, 1 << 20), 0u);
+        ASSERT_EQ(allow(b.get(), 0, 1 << 20), 0u);
+        peach2_core_reg_write(a.get(), PEACH2_REG_INT_MASK, 0, 4);
+        peach2_core_reg_write(b.get(), PEACH2_REG_INT_MASK, 0, 4);
+        peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
+        peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);
+        pump();
+    }
+    bool pump() {
+        bool ok = true, moved = true;
+        while (moved) {
+            moved = false;
+            peach2_core_flush(a.get());
+            peach2_core_flush(b.get());
+            ok &= move(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, moved);
+            ok &= move(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, moved);
+        }
+        return ok;
+    }
+    static bool move(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp, bool& moved) {
+        const void* buf = nullptr;
+        const size_t n = peach2_core_link_tx_peek(from, fp, &buf);
+        if (!n)
+            return true;
+        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf),
+                                   static_cast<const uint8_t*>(buf) + n);
+        peach2_core_link_tx_consume(from, fp, n);
+        moved = true;
+        return peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
+    }
+    static void ring_setup(peach2_core* c, uint32_t entries, uint64_t base = kRing) {
+        peach2_core_reg_write(c, PEACH2_REG_RP_RING_SIZE, entries, 4);
+        peach2_core_reg_write(c, PEACH2_REG_RP_BASE_LO, base, 8);
+        peach2_core_reg_write(c, PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
+    }
+    static peach2_rp_req request(uint64_t seq, uint64_t cpl) {
+        peach2_rp_req r{};
+        r.op = PEACH2_RP_OP_READ;
+        r.version = PEACH2_RP_VERSION;
+        r.src_node = 9;  // a lie the target card must overwrite
+        r.export_id = 5;
+        r.key = 0xfeedbeef;
+        r.len = 64;
+        r.addr = 0x1000;
+        r.seq = seq;
+        r.reply = 0x2000;
+        r.cpl = cpl;
+        r.operand[0] = 0x1111;
+        r.operand[1] = 0x2222;
+        return r;
+    }
+    static void send(peach2_core* c, const peach2_rp_req& r, uint32_t node) {
+        uint64_t words[8];
+        std::memcpy(words, &r, sizeof(r));
+        for (unsigned i = 0; i < 8; ++i)
+            peach2_core_reg_write(c, PEACH2_REG_RP_TX_REQ + 8 * i, words[i], 8);
+        peach2_core_reg_write(c, PEACH2_REG_RP_TX_SEND, node, 4);
+    }
+    static peach2_rp_req entry(const FakeHost& h, unsigned i) {
+        peach2_rp_req r{};
+        std::memcpy(&r, h.mem.data() + kRing + i * PEACH2_RP_ENTRY_SIZE, sizeof(r));
+        return r;
+    }
+    static peach2_rp_cpl cpl_at(const FakeHost& h, uint64_t at) {
+        peach2_rp_cpl c{};
+        std::memcpy(&c, h.mem.data() + at, sizeof(c));
+        return c;
+    }
+    static uint32_t errors(peach2_core* c, peach2_err code) {
+        return reg(c, PEACH2_REG_ERR_BY_CODE(code));
+    }
+    static size_t count(const std::vector<unsigned>& irqs, unsigned v) {
+        return static_cast<size_t>(std::count(irqs.begin(), irqs.end(), v));
+    }
+};
+
+TEST_F(ReadProxy, CardAdvertisesTheReadProxy) {
+    EXPECT_TRUE(reg(a.get(), PEACH2_REG_CAPS) & PEACH2_CAP_READ_PROXY);
+}
+
+TEST_F(ReadProxy, RequestLandsInTargetRingStampedWithItsRealSource) {
+    ring_setup(b.get(), 4);
+    const peach2_rp_req sent = request(77, 0x3000);
+    send(a.get(), sent, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
+    ASSERT_TRUE(pump());
+
+    const peach2_rp_req got = entry(hb, 0);
+    EXPECT_EQ(got.src_node, 0u);
+    peach2_rp_req expect = sent;
+    expect.src_node = 0;
+    EXPECT_EQ(std::memcmp(&got, &expect, sizeof(got)), 0);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 1u);
+    EXPECT_TRUE(reg(b.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_RP);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 1u);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_SENT), 1u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_QUEUED), 1u);
+    // Nothing was answered: serving is the driver's job.
+    EXPECT_EQ(cpl_at(ha, 0x3000).tag, 0u);
+}
+
+TEST_F(ReadProxy, FullRingIsAnsweredByTheCardWithRpFull) {
+    ring_setup(b.get(), 2);
+    for (uint64_t i = 0; i < 3; ++i)
+        send(a.get(), request(100 + i, 0x3000 + 32 * i), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 2u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).tag, 0u);
+    EXPECT_EQ(cpl_at(ha, 0x3020).tag, 0u);
+    const peach2_rp_cpl c = cpl_at(ha, 0x3040);
+    EXPECT_EQ(c.tag, 102u);
+    EXPECT_EQ(c.status, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
+    EXPECT_EQ(c.len, 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 1u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_FULL), 1u);
+    // The tag is written after the body, as its own write.
+    ASSERT_GE(ha.writes.size(), 2u);
+    EXPECT_EQ(ha.writes.back(), (std::pair<uint64_t, size_t>{0x3040 + 24, 8}));
+}
+
+TEST_F(ReadProxy, DisabledRingIsAnsweredWithRpOff) {
+    send(a.get(), request(5, 0x3000), 1);
+    ASSERT_TRUE(pump());
+    const peach2_rp_cpl c = cpl_at(ha, 0x3000);
+    EXPECT_EQ(c.tag, 5u);
+    EXPECT_EQ(c.status, static_cast<uint32_t>(PEACH2_ERR_RP_OFF));
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 0u);
+}
+
+TEST_F(ReadProxy, HeadWriteCallsTheDriverBackWhileEntriesRemain) {
+    ring_setup(b.get(), 4);
+    send(a.get(), request(1, 0x3000), 1);
+    send(a.get(), request(2, 0x3020), 1);
+    ASSERT_TRUE(pump());
+    ASSERT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 2u);
+    const size_t irqs = count(hb.irqs, PEACH2_INT_VECTOR_RP);
+
+    peach2_core_reg_write(b.get(), PEACH2_REG_INT_STATUS, PEACH2_INT_RP, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 1, 4);  // budget spent after one
+    EXPECT_TRUE(reg(b.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_RP);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), irqs + 1);
+
+    peach2_core_reg_write(b.get(), PEACH2_REG_INT_STATUS, PEACH2_INT_RP, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 2, 4);
+    EXPECT_FALSE(reg(b.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_RP);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), irqs + 1);
+
+    // HEAD past TAIL is refused and changes nothing.
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 3, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_HEAD), 2u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_COMMAND), 1u);
+}
+
+TEST_F(ReadProxy, RingWrapsAroundAndFreedEntriesAreReused) {
+    ring_setup(b.get(), 2);
+    for (uint64_t i = 0; i < 6; ++i) {
+        send(a.get(), request(10 + i, 0x3000), 1);
+        ASSERT_TRUE(pump());
+        EXPECT_EQ(entry(hb, i % 2).seq, 10 + i);
+        peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, static_cast<uint32_t>(i + 1), 4);
+    }
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_QUEUED), 6u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 0u);
+}
+
+TEST_F(ReadProxy, BadRingSetupIsRefused) {
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_RING_SIZE, 3, 4);  // not a power of 2
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_BASE_LO, kRing, 8);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_CTRL), 0u);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_RING_SIZE, PEACH2_RP_RING_MAX * 2, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_CTRL), 0u);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_RING_SIZE, 4, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_BASE_LO, kRing + 8, 8);  // unaligned
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_CTRL), 0u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_COMMAND), 3u);
+
+    ring_setup(b.get(), 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_CTRL), PEACH2_RP_ENABLE);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_RING_SIZE, 8, 4);  // while enabled
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RING_SIZE), 4u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_COMMAND), 4u);
+}
+
+TEST_F(ReadProxy, PioStoreToTheDoorbellIsRefused) {
+    ring_setup(b.get(), 4);
+    const peach2_rp_req forged = request(1, 0x3000);
+    cpu_store(a.get(), PEACH2_NODE_BASE(1) + kDoorbell, reinterpret_cast<const uint8_t*>(&forged),
+              sizeof(forged));
+    peach2_core_flush(a.get());
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
+    EXPECT_GE(errors(b.get(), PEACH2_ERR_BAD_TARGET), 1u);
+}
+
+TEST_F(ReadProxy, UnanswerableRequestIsDroppedAndCounted) {
+    ring_setup(b.get(), 4);
+    send(a.get(), request(1, 0x3008), 1);             // completion not 32-byte aligned
+    send(a.get(), request(2, PEACH2_HOST_SIZE), 1);   // completion outside host memory
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_DROPPED), 2u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_BAD_PACKET), 2u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).tag, 0u);
+}
+
+TEST_F(ReadProxy, RequestToItselfLoopsBackIntoItsOwnRing) {
+    ring_setup(a.get(), 4);
+    send(a.get(), request(3, 0x3000), 0);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TAIL), 1u);
+    EXPECT_EQ(entry(ha, 0).seq, 3u);
+    EXPECT_EQ(entry(ha, 0).src_node, 0u);
+}
+
+TEST_F(ReadProxy, SendToMissingNodeOrDownLinkReportsWhy) {
+    send(a.get(), request(1, 0x3000), 7);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    send(a.get(), request(2, 0x3000), 1);
+    EXPECT_NE(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_SENT), 0u);
+}
+
+TEST_F(ReadProxy, ProxyChannelSendsRepliesAndHasItsOwnVector) {
+    // What a driver does to answer: data, then the record body, then the tag.
+    for (unsigned i = 0; i < 256; ++i)
+        hb.mem[0x10000 + i] = static_cast<uint8_t>(i * 7);
+    const uint32_t ch = PEACH2_DMA_PROXY_CHANNEL;
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_LO), 0x10000, 8);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
+                          PEACH2_NODE_BASE(0) + 0x20000, 8);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 256, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_DONE);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_DMA(ch)), 1u);
+    EXPECT_EQ(PEACH2_INT_VECTOR_DMA(ch), 5u);
+    EXPECT_EQ(std::memcmp(ha.mem.data() + 0x20000, hb.mem.data() + 0x10000, 256), 0);
+}
+
+TEST_F(ReadProxy, ResetForgetsTheRing) {
+    ring_setup(b.get(), 4);
+    peach2_core_reset(b.get());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_CTRL), 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RING_SIZE), 0u);
+    peach2_core_reg_write(b.get(), PEACH2_REG_INT_MASK, 0, 4);
+    send(a.get(), request(9, 0x3000), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(cpl_at(ha, 0x3000).status, static_cast<uint32_t>(PEACH2_ERR_RP_OFF));
+}
+
+}  // namespace
+}  // namespace peach2::test
