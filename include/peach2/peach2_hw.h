@@ -238,7 +238,8 @@ struct peach2_desc {
  * first 24 bytes in one write, then `tag` (the request's seq) in a second
  * 8-byte write; poll `tag` with acquire loads, then read the rest.
  */
-#define PEACH2_REG_RP_CTRL       0x700 /* RW: bit 0 enable the ring */
+#define PEACH2_REG_RP_CTRL       0x700 /* RW: bit 0 enable the ring (0 -> 1 sets
+					* HEAD = TAIL = 0) */
 #define   PEACH2_RP_ENABLE        (1u << 0)
 #define PEACH2_REG_RP_RING_SIZE  0x704 /* RW (while disabled): entries, power of 2 */
 #define PEACH2_REG_RP_BASE_LO    0x708 /* RW (while disabled): bus address, 64-B aligned */
