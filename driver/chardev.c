@@ -43,6 +43,7 @@ static int peach2_open(struct inode *inode, struct file *filp)
 	xa_init_flags(&ctx->bufs, XA_FLAGS_ALLOC1);
 	atomic64_set(&ctx->bytes, 0);
 	peach2_dma_file_init(ctx);
+	peach2_rp_file_init(ctx);
 
 	down_read(&p2->lock);
 	if (p2->dead) {
@@ -71,6 +72,7 @@ static int peach2_release(struct inode *inode, struct file *filp)
 	 * or used by a DMA run still in flight, live on until munmap or the
 	 * end of the run.
 	 */
+	peach2_rp_file_release(ctx);
 	peach2_dma_file_release(ctx);
 	xa_for_each(&ctx->bufs, handle, buf) {
 		xa_erase(&ctx->bufs, handle);
@@ -188,6 +190,8 @@ static int peach2_ioctl_free(struct peach2_file *ctx, void __user *argp)
 	xa_unlock(&ctx->bufs);
 	if (!buf)
 		return -ENOENT;
+	/* Exports of the buffer end with its handle (also while mapped). */
+	peach2_rp_revoke_buf(ctx, buf);
 	peach2_buf_put(buf);
 	return 0;
 }
@@ -263,6 +267,12 @@ static long peach2_ioctl(struct file *filp, unsigned int cmd,
 		return peach2_ioctl_dma_start(ctx, argp);
 	case PEACH2_IOC_DMA_WAIT:
 		return peach2_ioctl_dma_wait(ctx, argp);
+	case PEACH2_IOC_EXPORT:
+		return peach2_ioctl_export(ctx, argp);
+	case PEACH2_IOC_UNEXPORT:
+		return peach2_ioctl_unexport(ctx, argp);
+	case PEACH2_IOC_RP_SUBMIT:
+		return peach2_ioctl_rp_submit(ctx, argp);
 	default:
 		return -ENOTTY;
 	}

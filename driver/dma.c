@@ -69,17 +69,6 @@ MODULE_PARM_DESC(dma_timeout_ms,
 
 #define PEACH2_DMA_ST_ENDED	(PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
 
-/* A descriptor as the card reads it (struct peach2_desc, little endian). */
-struct peach2_desc_le {
-	__le64 src;
-	__le64 dst;
-	__le32 len;
-	__le16 burst;
-	__le16 gap;
-	__le32 next;
-	__le32 flags;
-};
-
 static_assert(sizeof(struct peach2_desc_le) == PEACH2_DESC_SIZE);
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE);
 

@@ -244,6 +244,7 @@ static void peach2_dev_release(struct device *dev)
 
 	if (p2->inode)
 		peach2_inode_free(p2->inode);
+	peach2_rp_release(p2);
 	pci_dev_put(p2->pdev);
 	kfree(p2);
 }
@@ -360,9 +361,11 @@ static int peach2_map_bars(struct peach2_dev *p2)
 }
 
 /*
- * MSI-X vector 0 (errors, links, mailbox) and one per DMA channel
- * (PEACH2_INT_VECTOR_DMA(ch)). Without all of them there is no DMA
- * completion, so probe fails.
+ * MSI-X vector 0 (errors, links, mailbox), one per DMA channel
+ * (PEACH2_INT_VECTOR_DMA(ch), ch 0..4: 4 is the read proxy's) and one for
+ * read-proxy requests (PEACH2_INT_VECTOR_RP). Without all of them there is
+ * no DMA completion, so probe fails. The read proxy requests its two
+ * itself (peach2_rp_probe()).
  */
 static int peach2_setup_irq(struct peach2_dev *p2)
 {
@@ -372,7 +375,7 @@ static int peach2_setup_irq(struct peach2_dev *p2)
 	ret = pci_alloc_irq_vectors(pdev, PEACH2_NR_VECTORS, PEACH2_NR_VECTORS,
 				    PCI_IRQ_MSIX);
 	if (ret < 0) {
-		dev_err(&pdev->dev, "cannot get %u MSI-X vectors (1 + one per DMA channel): %d\n",
+		dev_err(&pdev->dev, "cannot get %u MSI-X vectors (misc, DMA channels, read proxy): %d\n",
 			PEACH2_NR_VECTORS, ret);
 		return ret;
 	}
@@ -396,7 +399,7 @@ err_vectors:
 	return ret;
 }
 
-/* The DMA vectors are gone already (peach2_dma_shutdown()). */
+/* The DMA and read-proxy vectors are gone already. */
 static void peach2_teardown_irq(struct peach2_dev *p2)
 {
 	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
@@ -432,6 +435,7 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&p2->in_lock);
 	mutex_init(&p2->fw_lock);
 	init_waitqueue_head(&p2->mbox_wq);
+	peach2_rp_init(p2);
 	cdev_init(&p2->cdev, &peach2_fops);
 	p2->cdev.owner = THIS_MODULE;
 
@@ -479,17 +483,21 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = peach2_setup_irq(p2);
 	if (ret)
 		goto err_ida;
+	ret = peach2_rp_probe(p2);
+	if (ret)
+		goto err_irq;
 
 	pci_set_drvdata(pdev, p2);
 	ret = cdev_device_add(&p2->cdev, &p2->dev);
 	if (ret) {
 		dev_err(dev, "cannot add /dev/%s: %d\n", dev_name(&p2->dev),
 			ret);
-		goto err_irq;
+		goto err_rp;
 	}
 
-	writel(~(PEACH2_INT_MISC | PEACH2_INT_DMA_ALL),
+	writel(~(PEACH2_INT_MISC | PEACH2_INT_DMA_ALL | peach2_rp_int_mask(p2)),
 	       p2->regs + PEACH2_REG_INT_MASK);
+	peach2_rp_enable(p2);
 
 	peach2_fw_probe(p2);
 
@@ -499,6 +507,8 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 &p2->window_phys, p2->window_size >> 30);
 	return 0;
 
+err_rp:
+	peach2_rp_remove(p2);
 err_irq:
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
@@ -528,6 +538,7 @@ static void peach2_remove(struct pci_dev *pdev)
 	down_write(&p2->lock);
 	WRITE_ONCE(p2->dead, true);
 	up_write(&p2->lock);
+	peach2_rp_remove(p2);
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
 	unmap_mapping_range(p2->inode->i_mapping, 0, 0, 1);

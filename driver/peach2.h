@@ -20,18 +20,24 @@
  *    it touches until the card is done with it; a chain holds its buffers
  *    until it is destroyed. remove() aborts the channels and completes every
  *    run with PEACH2_ERR_DMA_ABORTED before the card goes away.
+ *  - Read proxy (rproxy.c): an export holds a reference on its buffer; it
+ *    sits in the device-wide table p2->rp.exports and in its file's list
+ *    until UNEXPORT, FREE of the buffer or close(). A request being served
+ *    holds its own buffer reference until the reply has been sent.
  */
 #ifndef PEACH2_DRV_H
 #define PEACH2_DRV_H
 
 #include <linux/atomic.h>
 #include <linux/cdev.h>
+#include <linux/completion.h>
 #include <linux/device.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/sizes.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -63,13 +69,27 @@ struct inode;
 /* ERR_STATUS bits 0..7 hold the code of the first (latched) error. */
 #define PEACH2_ERR_STATUS_CODE	GENMASK(7, 0)
 
-/* MSI-X vectors: 0 for errors/links/mailbox, 1 + ch for DMA channel ch. */
-#define PEACH2_NR_VECTORS	(1 + PEACH2_DMA_CHANNELS)
+/*
+ * MSI-X vectors: 0 for errors/links/mailbox, 1 + ch for DMA channel ch
+ * (ch 0..3 user channels, 4 the read proxy's), 6 for read-proxy requests.
+ */
+#define PEACH2_NR_VECTORS	(PEACH2_INT_VECTOR_RP + 1)
 #define PEACH2_INT_MISC		(PEACH2_INT_ERROR | PEACH2_INT_LINK | \
 				 PEACH2_INT_MAILBOX)
 #define PEACH2_INT_DMA_ALL	(PEACH2_INT_DMA(PEACH2_DMA_CHANNELS) - PEACH2_INT_DMA(0))
 
 struct peach2_run;
+
+/* A DMA descriptor as the card reads it (struct peach2_desc, little endian). */
+struct peach2_desc_le {
+	__le64 src;
+	__le64 dst;
+	__le32 len;
+	__le16 burst;
+	__le16 gap;
+	__le32 next;
+	__le32 flags;
+};
 
 /* One DMA channel of the card (dma.c). */
 struct peach2_dma_chan {
@@ -91,6 +111,64 @@ struct peach2_dma_chan {
 	u64 wd_bytes;			/* progress the watchdog saw last */
 	u32 wd_descs;
 	struct delayed_work watchdog;
+};
+
+/* Read-proxy counters (sysfs `rproxy`). */
+struct peach2_rp_stats {
+	atomic64_t served_read;
+	atomic64_t served_cas;
+	atomic64_t served_faa;
+	atomic64_t read_bytes;
+	atomic64_t refused_bad_request;
+	atomic64_t refused_not_exported;
+	atomic64_t refused_range;
+	atomic64_t refused_align;
+	atomic64_t refused_replay;
+	atomic64_t reply_errors;
+	atomic64_t submitted;
+};
+
+/* The read proxy (rproxy.c). */
+struct peach2_rp {
+	bool present;			/* the card has it; set up at probe */
+
+	/*
+	 * Exports: id -> struct peach2_exp. The xarray lock protects the
+	 * entries' lifetime for lookups: an export is erased under it before
+	 * its buffer reference is dropped.
+	 */
+	struct xarray exports;
+	u32 next_export;		/* for xa_alloc_cyclic() */
+	atomic_t nr_exports;
+
+	/* Sending: RP_TX_REQ/RP_TX_SEND/RP_TX_RESULT and @last_seq. */
+	spinlock_t tx_lock;
+	u64 last_seq;
+
+	/* Serving: the request ring, owned by the interrupt thread. */
+	void *ring;			/* ring_entries x PEACH2_RP_ENTRY_SIZE */
+	dma_addr_t ring_dma;
+	u32 ring_entries;
+	u32 head;			/* entries consumed (free running) */
+	u64 last_seq_rx[PEACH2_MAX_NODES]; /* per source node */
+	bool stopping;			/* remove(): serve nothing more */
+	bool wedged;			/* the proxy channel ignored ABORT */
+	struct peach2_buf *stuck_buf;	/* held while the card may read it */
+
+	/* Replies: host descriptors, the completion record staging area. */
+	struct peach2_desc_le *descs;
+	u32 max_descs;
+	void *cpl;			/* 32 bytes, 32-byte aligned */
+	dma_addr_t descs_dma, cpl_dma;
+	size_t reply_mem_size;
+	struct completion dma_done;	/* vector PEACH2_INT_VECTOR_DMA(4) */
+
+	int irq;			/* vector PEACH2_INT_VECTOR_RP, or 0 */
+	int dma_irq;			/* vector of the proxy channel, or 0 */
+	char irq_name[32];
+	char dma_irq_name[32];
+
+	struct peach2_rp_stats stats;
 };
 
 struct peach2_dev {
@@ -143,6 +221,8 @@ struct peach2_dev {
 	struct mutex desc_lock;		/* protects desc_map, desc_used */
 	DECLARE_BITMAP(desc_map, PEACH2_DESC_MAX); /* on-card slots in use */
 	unsigned int desc_used;
+
+	struct peach2_rp rp;
 };
 
 static inline struct peach2_dev *to_peach2_dev(struct device *dev)
@@ -173,6 +253,11 @@ struct peach2_file {
 	bool closing;			/* release() has begun */
 	atomic_t dma_descs;		/* descriptors held by chains and runs */
 	wait_queue_head_t dma_wq;	/* woken when a run of ours completes */
+
+	/* Read proxy (rproxy.c): this file's exports, under @exp_lock. */
+	struct mutex exp_lock;
+	struct list_head exports;	/* struct peach2_exp */
+	unsigned int nr_exports;
 };
 
 /* One coherent allocation. */
@@ -229,6 +314,21 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp);
 long peach2_ioctl_dma_wait(struct peach2_file *ctx, void __user *argp);
 __poll_t peach2_dma_poll(struct file *filp, struct poll_table_struct *wait);
 int peach2_dma_show(struct peach2_dev *p2, char *buf);
+
+/* rproxy.c */
+void peach2_rp_init(struct peach2_dev *p2);
+void peach2_rp_release(struct peach2_dev *p2);
+int peach2_rp_probe(struct peach2_dev *p2);
+void peach2_rp_enable(struct peach2_dev *p2);
+void peach2_rp_remove(struct peach2_dev *p2);
+u32 peach2_rp_int_mask(struct peach2_dev *p2);
+void peach2_rp_file_init(struct peach2_file *ctx);
+void peach2_rp_file_release(struct peach2_file *ctx);
+void peach2_rp_revoke_buf(struct peach2_file *ctx, struct peach2_buf *buf);
+long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp);
+int peach2_rp_show(struct peach2_dev *p2, char *buf);
 
 /* firmware.c */
 int peach2_fw_load(struct peach2_dev *p2, const char *name);

@@ -155,6 +155,14 @@ static ssize_t dma_desc_ram_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(dma_desc_ram);
 
+/* Read proxy: "name value" lines (driver and card counters). */
+static ssize_t rproxy_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return peach2_rp_show(to_peach2_dev(dev), buf);
+}
+static DEVICE_ATTR_RO(rproxy);
+
 static ssize_t fw_status_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
@@ -230,6 +238,7 @@ static struct attribute *peach2_attrs[] = {
 	&dev_attr_errors_by_code.attr,
 	&dev_attr_dma.attr,
 	&dev_attr_dma_desc_ram.attr,
+	&dev_attr_rproxy.attr,
 	&dev_attr_fw_status.attr,
 	&dev_attr_fw_version.attr,
 	&dev_attr_fw_routes.attr,

@@ -1,0 +1,1063 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PEACH2 emulated interconnect card: the read proxy (remote get, CAS, FAA).
+ *
+ * PEACH2 cannot read remote memory. A requester's driver sends a request
+ * (struct peach2_rp_req) through its card to the target node's card, which
+ * queues it in a ring in the target's host memory and raises MSI-X vector
+ * PEACH2_INT_VECTOR_RP. The target's driver (this file, in that interrupt's
+ * thread) checks the request against the memory processes on this node have
+ * exported, and answers on the proxy DMA channel: for a READ the data to
+ * the requester's `reply` address, then in every case a completion record
+ * (struct peach2_rp_cpl: 24 bytes, then the tag in a second write) to its
+ * `cpl` address. No process on the target takes part.
+ *
+ * Three parts:
+ *  - exports: PEACH2_IOC_EXPORT puts {id, key, buffer reference, range,
+ *    flags} into the device-wide table rp->exports (ids cyclic from 1) and
+ *    the file's list (at most PEACH2_MAX_EXPORTS_PER_FD); UNEXPORT, FREE of
+ *    the buffer and close() take it out again;
+ *  - sending: PEACH2_IOC_RP_SUBMIT checks the caller's reply range and
+ *    completion record against its own buffers, then writes the request
+ *    into RP_TX_REQ and the target into RP_TX_SEND under rp->tx_lock, which
+ *    also makes `seq` strictly increasing (and at least the wall clock in
+ *    ns, so that it keeps increasing across driver reloads);
+ *  - serving: the threaded interrupt on vector PEACH2_INT_VECTOR_RP takes
+ *    at most PEACH2_RP_BUDGET entries per run, then writes HEAD (the card
+ *    raises the interrupt again if entries remain). Each reply runs as a
+ *    chain of host descriptors on PEACH2_DMA_PROXY_CHANNEL; the thread
+ *    waits for its end (vector PEACH2_INT_VECTOR_DMA(4)), aborting a run
+ *    that makes no progress for rp_timeout_ms.
+ *
+ * Locks: ctx->exp_lock (a file's export list) before the xarray lock of
+ * rp->exports. A lookup by the serving thread takes a reference on the
+ * export's buffer under the xarray lock; an export is erased under that
+ * lock before its own reference is dropped, so the buffer (and the memory
+ * the card reads for the reply) stays alive until the reply has been sent.
+ * Buffer references are never dropped under a lock. rp->tx_lock (spinlock)
+ * nests inside p2->lock (read). Everything the serving thread uses
+ * (ring, head, last_seq_rx, the reply memory) is its own.
+ */
+
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/iopoll.h>
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/overflow.h>
+#include <linux/pci.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "peach2.h"
+
+/* Ring entries the serving thread takes per interrupt. */
+#define PEACH2_RP_BUDGET	32u
+/* How long the proxy channel may take to stop after CTRL.ABORT. */
+#define PEACH2_RP_ABORT_US	100000
+/* Data pieces of one READ reply: chunks are at least a page. */
+#define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
+
+#define PEACH2_RP_CH		PEACH2_DMA_PROXY_CHANNEL
+#define PEACH2_RP_DMA_REG(r)	PEACH2_REG_DMA(PEACH2_RP_CH, r)
+#define PEACH2_RP_ST_ENDED	(PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
+#define PEACH2_RP_INTS		(PEACH2_INT_RP | PEACH2_INT_DMA(PEACH2_RP_CH))
+
+static unsigned int peach2_rp_ring_entries = 256;
+
+static int peach2_rp_ring_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!is_power_of_2(n) || n > PEACH2_RP_RING_MAX)
+		return -EINVAL;
+	*(unsigned int *)kp->arg = n;
+	return 0;
+}
+
+static const struct kernel_param_ops peach2_rp_ring_ops = {
+	.set = peach2_rp_ring_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(rp_ring_entries, &peach2_rp_ring_ops,
+		&peach2_rp_ring_entries, 0444);
+MODULE_PARM_DESC(rp_ring_entries,
+		 "read-proxy request ring entries: a power of 2, 1 .. 4096 (default 256)");
+
+static unsigned int peach2_rp_timeout_ms = 2000;
+module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(rp_timeout_ms,
+		 "abort a read-proxy reply that makes no progress for this long (default 2000 ms, at least 10)");
+
+/* A request as the card queues it (struct peach2_rp_req, little endian). */
+struct peach2_rp_req_le {
+	u8 op;
+	u8 version;
+	__le16 src_node;
+	__le32 export_id;
+	__le32 key;
+	__le32 len;
+	__le64 addr;
+	__le64 seq;
+	__le64 reply;
+	__le64 cpl;
+	__le64 operand[2];
+};
+
+/* The completion record (struct peach2_rp_cpl, little endian). */
+struct peach2_rp_cpl_le {
+	__le64 value;
+	__le32 status;
+	__le32 len;
+	__le64 reserved;
+	__le64 tag;
+};
+
+static_assert(sizeof(struct peach2_rp_req_le) == PEACH2_RP_ENTRY_SIZE);
+static_assert(sizeof(struct peach2_rp_req) == PEACH2_RP_ENTRY_SIZE);
+static_assert(sizeof(struct peach2_rp_cpl_le) == 32);
+static_assert(sizeof(struct peach2_rp_cpl) == 32);
+/* The first part of the record goes in one DMA write, the tag in a second. */
+#define PEACH2_RP_CPL_HEAD	offsetof(struct peach2_rp_cpl_le, tag)
+
+/* One export (the uapi's struct peach2_export describes the ioctl). */
+struct peach2_exp {
+	struct list_head node;		/* ctx->exports */
+	struct peach2_file *ctx;	/* the owner */
+	struct peach2_buf *buf;		/* one reference */
+	u64 offset;			/* inside the buffer */
+	u64 len;
+	u32 id;
+	u32 key;
+	u32 flags;			/* PEACH2_EXPORT_* */
+};
+
+/* ---- exports ------------------------------------------------------------ */
+
+void peach2_rp_file_init(struct peach2_file *ctx)
+{
+	mutex_init(&ctx->exp_lock);
+	INIT_LIST_HEAD(&ctx->exports);
+	ctx->nr_exports = 0;
+}
+
+/* An export already out of the table and the list. No locks held. */
+static void peach2_exp_free(struct peach2_dev *p2, struct peach2_exp *exp)
+{
+	atomic_dec(&p2->rp.nr_exports);
+	peach2_buf_put(exp->buf);
+	kfree(exp);
+}
+
+/* Take out the exports of @ctx that @match (all with @buf NULL). */
+static void peach2_exp_revoke(struct peach2_file *ctx, struct peach2_buf *buf)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_exp *exp, *tmp;
+	LIST_HEAD(gone);
+
+	mutex_lock(&ctx->exp_lock);
+	list_for_each_entry_safe(exp, tmp, &ctx->exports, node) {
+		if (buf && exp->buf != buf)
+			continue;
+		xa_erase(&p2->rp.exports, exp->id);
+		list_move_tail(&exp->node, &gone);
+		ctx->nr_exports--;
+	}
+	mutex_unlock(&ctx->exp_lock);
+
+	list_for_each_entry_safe(exp, tmp, &gone, node) {
+		list_del(&exp->node);
+		peach2_exp_free(p2, exp);
+	}
+}
+
+/* PEACH2_IOC_FREE of @buf (still referenced by the caller). */
+void peach2_rp_revoke_buf(struct peach2_file *ctx, struct peach2_buf *buf)
+{
+	peach2_exp_revoke(ctx, buf);
+}
+
+/* close(): every export of the file goes. */
+void peach2_rp_file_release(struct peach2_file *ctx)
+{
+	peach2_exp_revoke(ctx, NULL);
+}
+
+long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_buf *buf = NULL;
+	struct peach2_export req;
+	struct peach2_exp *exp;
+	u64 end;
+	u32 id;
+	int ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (!rp->present)
+		return -EOPNOTSUPP;
+	if (req.reserved[0] || req.reserved[1] || !req.flags ||
+	    req.flags & ~PEACH2_EXPORT_FLAGS_ALL || !req.len)
+		return -EINVAL;
+
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return -ENOMEM;
+
+	/*
+	 * Under exp_lock from the lookup of the handle to the list insertion:
+	 * a FREE of the buffer that runs meanwhile erases the handle first
+	 * and then takes exp_lock to revoke its exports, so it finds ours.
+	 */
+	mutex_lock(&ctx->exp_lock);
+	buf = peach2_buf_lookup(ctx, req.handle);
+	if (!buf) {
+		ret = -ENOENT;
+		goto err;
+	}
+	if (check_add_overflow(req.offset, req.len, &end) || end > buf->size) {
+		ret = -EINVAL;
+		goto err;
+	}
+	if (ctx->nr_exports >= PEACH2_MAX_EXPORTS_PER_FD) {
+		ret = -ENOSPC;
+		goto err;
+	}
+
+	/* Reserve the id (it loads as NULL: not served yet). */
+	ret = xa_alloc_cyclic(&rp->exports, &id, NULL, XA_LIMIT(1, U32_MAX),
+			      &rp->next_export, GFP_KERNEL);
+	if (ret < 0) {
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto err;
+	}
+	exp->ctx = ctx;
+	exp->buf = buf;
+	exp->offset = req.offset;
+	exp->len = req.len;
+	exp->id = id;
+	exp->key = get_random_u32();
+	exp->flags = req.flags;
+
+	req.export_id = id;
+	req.key = exp->key;
+	if (copy_to_user(argp, &req, sizeof(req))) {
+		xa_release(&rp->exports, id);
+		ret = -EFAULT;
+		goto err;
+	}
+	/* Replaces the reservation: allocates nothing, cannot fail. */
+	xa_store(&rp->exports, id, exp, GFP_KERNEL);
+	list_add_tail(&exp->node, &ctx->exports);
+	ctx->nr_exports++;
+	atomic_inc(&rp->nr_exports);
+	mutex_unlock(&ctx->exp_lock);
+	return 0;
+
+err:
+	mutex_unlock(&ctx->exp_lock);
+	if (buf)
+		peach2_buf_put(buf);
+	kfree(exp);
+	return ret;
+}
+
+long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_unexport req;
+	struct peach2_exp *exp;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (!rp->present)
+		return -EOPNOTSUPP;
+	if (req.flags)
+		return -EINVAL;
+
+	mutex_lock(&ctx->exp_lock);
+	xa_lock(&rp->exports);
+	exp = xa_load(&rp->exports, req.export_id);
+	if (exp && exp->ctx == ctx)
+		__xa_erase(&rp->exports, req.export_id);
+	else
+		exp = NULL;		/* unknown, reserved, or another file's */
+	xa_unlock(&rp->exports);
+	if (exp) {
+		list_del(&exp->node);
+		ctx->nr_exports--;
+	}
+	mutex_unlock(&ctx->exp_lock);
+
+	if (!exp)
+		return -ENOENT;
+	peach2_exp_free(p2, exp);
+	return 0;
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+/*
+ * The host bus address of [off, off + len) of buffer @handle of @ctx, which
+ * must lie inside one chunk. 0 or -errno.
+ */
+static int peach2_rp_local(struct peach2_file *ctx, u32 handle, u64 off,
+			   u64 len, u64 *bus)
+{
+	const struct peach2_mem *mem;
+	struct peach2_buf *buf;
+	int ret = -EINVAL;
+	u64 end;
+
+	if (!handle)
+		return -EINVAL;
+	buf = peach2_buf_lookup(ctx, handle);
+	if (!buf)
+		return -ENOENT;
+	if (!check_add_overflow(off, len, &end) && end <= buf->size) {
+		mem = peach2_buf_chunk(buf, off);
+		if (end <= mem->offset + mem->len) {
+			*bus = mem->dma + (off - mem->offset);
+			ret = 0;
+		}
+	}
+	peach2_buf_put(buf);
+	return ret;
+}
+
+long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_submit req;
+	u64 reply = 0, cpl, seq = 0, w[8];
+	u32 result = 0;
+	int i, ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (!rp->present)
+		return -EOPNOTSUPP;
+	if (req.flags || req.reserved[0] || req.reserved[1])
+		return -EINVAL;
+
+	switch (req.op) {
+	case PEACH2_RP_OP_READ:
+		if (req.len < 4 || req.len > PEACH2_RP_MAX_LEN ||
+		    req.len % 4 || req.operand[0] || req.operand[1])
+			return -EINVAL;
+		break;
+	case PEACH2_RP_OP_CAS:
+	case PEACH2_RP_OP_FAA:
+		if (req.len != 8 || req.reply_handle || req.reply_offset)
+			return -EINVAL;
+		if (req.op == PEACH2_RP_OP_FAA && req.operand[1])
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (req.cpl_offset % sizeof(struct peach2_rp_cpl))
+		return -EINVAL;
+	if (req.node >= p2->node_count)
+		return -ENXIO;
+
+	ret = peach2_rp_local(ctx, req.cpl_handle, req.cpl_offset,
+			      sizeof(struct peach2_rp_cpl), &cpl);
+	if (ret)
+		return ret;
+	if (req.op == PEACH2_RP_OP_READ) {
+		ret = peach2_rp_local(ctx, req.reply_handle, req.reply_offset,
+				      req.len, &reply);
+		if (ret)
+			return ret;
+	}
+
+	/* struct peach2_rp_req; src_node is the receiving card's to fill. */
+	w[0] = req.op | (u64)PEACH2_RP_VERSION << 8 | (u64)req.export_id << 32;
+	w[1] = req.key | (u64)req.len << 32;
+	w[2] = req.addr;
+	w[3] = 0;			/* seq, below */
+	w[4] = reply;
+	w[5] = cpl;
+	w[6] = req.operand[0];
+	w[7] = req.operand[1];
+
+	down_read(&p2->lock);
+	if (p2->dead) {
+		up_read(&p2->lock);
+		return -ENODEV;
+	}
+	spin_lock(&rp->tx_lock);
+	seq = max(rp->last_seq + 1, ktime_get_real_ns());
+	rp->last_seq = seq;
+	w[3] = seq;
+	for (i = 0; i < ARRAY_SIZE(w); i++)
+		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
+	writel(req.node, p2->regs + PEACH2_REG_RP_TX_SEND);
+	result = readl(p2->regs + PEACH2_REG_RP_TX_RESULT);
+	spin_unlock(&rp->tx_lock);
+	up_read(&p2->lock);
+
+	if (result) {
+		dev_dbg(&p2->pdev->dev, "read-proxy request to node %u not sent: %s\n",
+			req.node, peach2_err_name(result));
+		return -EHOSTUNREACH;
+	}
+	atomic64_inc(&rp->stats.submitted);
+
+	req.tag = seq;
+	if (copy_to_user(argp, &req, sizeof(req)))
+		return -EFAULT;		/* the request is on its way */
+	return 0;
+}
+
+/* ---- serving ------------------------------------------------------------- */
+
+/*
+ * The offset in @buf of the byte at bus address @addr, if that byte lies in
+ * the exported range [eoff, eoff + elen) of the buffer.
+ */
+static bool peach2_rp_find(const struct peach2_buf *buf, u64 eoff, u64 elen,
+			   u64 addr, u64 *off)
+{
+	const struct peach2_mem *mem = peach2_buf_chunk(buf, eoff);
+	u64 eend = eoff + elen;		/* checked at export time */
+	u32 i;
+
+	for (i = mem - buf->chunks;
+	     i < buf->nr_chunks && buf->chunks[i].offset < eend; i++) {
+		u64 lo, hi, blo;
+
+		mem = &buf->chunks[i];
+		lo = max(eoff, mem->offset);
+		hi = min_t(u64, eend, mem->offset + mem->len);
+		blo = mem->dma + (lo - mem->offset);
+		if (addr >= blo && addr - blo < hi - lo) {
+			*off = lo + (addr - blo);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void peach2_rp_count(struct peach2_rp *rp, u32 status)
+{
+	struct peach2_rp_stats *s = &rp->stats;
+
+	switch (status) {
+	case PEACH2_ERR_RP_NOT_EXPORTED:
+		atomic64_inc(&s->refused_not_exported);
+		break;
+	case PEACH2_ERR_RP_RANGE:
+		atomic64_inc(&s->refused_range);
+		break;
+	case PEACH2_ERR_DMA_ALIGN:
+		atomic64_inc(&s->refused_align);
+		break;
+	case PEACH2_ERR_RP_REPLAY:
+		atomic64_inc(&s->refused_replay);
+		break;
+	default:
+		atomic64_inc(&s->refused_bad_request);
+		break;
+	}
+}
+
+/*
+ * Check request @r (from a ring entry, src_node and cpl usable). Returns 0
+ * with a buffer reference in *bufp and the buffer offset of the first byte
+ * in *offp, or the peach2_err code to answer with (*bufp may still hold a
+ * reference then).
+ */
+static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
+			   struct peach2_buf **bufp, u64 *offp)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_buf *buf = NULL;
+	struct peach2_exp *exp;
+	u64 eoff = 0, elen = 0, off, end;
+	u32 need;
+
+	if (r->version != PEACH2_RP_VERSION)
+		return PEACH2_ERR_RP_BAD_REQUEST;
+	switch (r->op) {
+	case PEACH2_RP_OP_READ:
+		if (!r->len || r->len > PEACH2_RP_MAX_LEN)
+			return PEACH2_ERR_RP_BAD_REQUEST;
+		/* The reply must land in the requester's host memory. */
+		if (check_add_overflow(r->reply, (u64)r->len, &end) ||
+		    end > p2->host_size)
+			return PEACH2_ERR_RP_BAD_REQUEST;
+		need = PEACH2_EXPORT_READ;
+		break;
+	case PEACH2_RP_OP_CAS:
+	case PEACH2_RP_OP_FAA:
+		if (r->len != 8 || r->addr % 8)
+			return PEACH2_ERR_RP_BAD_REQUEST;
+		need = PEACH2_EXPORT_ATOMIC;
+		break;
+	default:
+		return PEACH2_ERR_RP_BAD_REQUEST;
+	}
+
+	if (r->seq <= rp->last_seq_rx[r->src_node])
+		return PEACH2_ERR_RP_REPLAY;
+	rp->last_seq_rx[r->src_node] = r->seq;
+
+	xa_lock(&rp->exports);
+	exp = xa_load(&rp->exports, r->export_id);
+	if (exp && exp->key == r->key && exp->flags & need) {
+		buf = exp->buf;
+		kref_get(&buf->ref);
+		eoff = exp->offset;
+		elen = exp->len;
+	}
+	xa_unlock(&rp->exports);
+	if (!buf)
+		return PEACH2_ERR_RP_NOT_EXPORTED;
+	*bufp = buf;
+
+	/* The first byte by bus address; the rest follows in buffer order. */
+	if (!peach2_rp_find(buf, eoff, elen, r->addr, &off) ||
+	    check_add_overflow(off, (u64)r->len, &end) || end > eoff + elen)
+		return PEACH2_ERR_RP_RANGE;
+
+	if (r->op == PEACH2_RP_OP_READ &&
+	    (r->len % 4 || r->reply % 4 || (r->addr ^ r->reply) & 15))
+		return PEACH2_ERR_DMA_ALIGN;
+	*offp = off;
+	return 0;
+}
+
+/* CAS/FAA on the exported 8 bytes at @off of @buf; returns the old value. */
+static u64 peach2_rp_atomic(const struct peach2_rp_req *r,
+			    const struct peach2_buf *buf, u64 off)
+{
+	const struct peach2_mem *mem = peach2_buf_chunk(buf, off);
+	atomic64_t *v = mem->cpu + (off - mem->offset);
+
+	if (r->op == PEACH2_RP_OP_CAS)
+		return atomic64_cmpxchg(v, r->operand[0], r->operand[1]);
+	return atomic64_fetch_add(r->operand[0], v);
+}
+
+static void peach2_rp_desc(struct peach2_desc_le *d, u64 src, u64 dst, u32 len,
+			   u32 flags)
+{
+	d->src = cpu_to_le64(src);
+	d->dst = cpu_to_le64(dst);
+	d->len = cpu_to_le32(len);
+	d->burst = 0;
+	d->gap = 0;
+	d->next = 0;
+	d->flags = cpu_to_le32(flags);
+}
+
+/*
+ * Write the reply's descriptors: the data (READ, status 0), the first part
+ * of the completion record, the tag. Returns the number of descriptors.
+ */
+static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
+			   const struct peach2_buf *buf, u64 off, u32 status,
+			   u64 value)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_cpl_le *cpl = rp->cpl;
+	u64 base = PEACH2_NODE_BASE(r->src_node);
+	const struct peach2_mem *mem;
+	u64 done = 0, piece;
+	u32 n = 0, i;
+
+	if (!status && r->op == PEACH2_RP_OP_READ) {
+		while (done < r->len) {
+			mem = peach2_buf_chunk(buf, off + done);
+			piece = min_t(u64, r->len - done,
+				      mem->offset + mem->len - (off + done));
+			peach2_rp_desc(&rp->descs[n++],
+				       mem->dma + (off + done - mem->offset),
+				       base + r->reply + done, piece, 0);
+			done += piece;
+		}
+	}
+
+	cpl->value = cpu_to_le64(value);
+	cpl->status = cpu_to_le32(status);
+	cpl->len = cpu_to_le32(status ? 0 : done);
+	cpl->reserved = 0;
+	cpl->tag = 0;
+	peach2_rp_desc(&rp->descs[n++], rp->cpl_dma, base + r->cpl,
+		       PEACH2_RP_CPL_HEAD, 0);
+	peach2_rp_desc(&rp->descs[n++], r->seq, base + r->cpl +
+		       PEACH2_RP_CPL_HEAD, sizeof(cpl->tag), PEACH2_DESC_IMM);
+
+	for (i = 0; i + 1 < n; i++) {
+		rp->descs[i].next = cpu_to_le32(rp->descs_dma +
+						(i + 1) * sizeof(*rp->descs));
+		rp->descs[i].flags |= cpu_to_le32(PEACH2_DESC_NEXT_HOST);
+	}
+	rp->descs[n - 1].flags |= cpu_to_le32(PEACH2_DESC_LAST);
+	return n;
+}
+
+/*
+ * Stop the proxy channel. Returns true when the card confirmed it; false
+ * leaves the proxy wedged (the card may still read the reply's memory).
+ */
+static bool peach2_rp_abort(struct peach2_dev *p2)
+{
+	u32 st;
+
+	writel(PEACH2_DMA_CTRL_ABORT, p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_CTRL));
+	if (!readl_poll_timeout(p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS),
+				st, st == U32_MAX || !(st & PEACH2_DMA_ST_BUSY),
+				100, PEACH2_RP_ABORT_US))
+		return true;
+	dev_err(&p2->pdev->dev, "read-proxy DMA channel does not stop (status %#x); read proxy off\n",
+		st);
+	return false;
+}
+
+/* Clear the proxy channel's STATUS, then its interrupt bit. */
+static void peach2_rp_ack(struct peach2_dev *p2)
+{
+	writel(PEACH2_RP_ST_ENDED, p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+	writel(PEACH2_INT_DMA(PEACH2_RP_CH), p2->regs + PEACH2_REG_INT_STATUS);
+}
+
+/*
+ * Run the reply chain and wait for its end. A run that makes no progress
+ * (bytes, descriptors) for rp_timeout_ms is aborted. Returns 0 or the
+ * peach2_err code it ended with.
+ */
+static u32 peach2_rp_run(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	void __iomem *regs = p2->regs;
+	u64 head = rp->descs_dma | PEACH2_DMA_HEAD_HOST;
+	u64 bytes, last_bytes = 0;
+	u32 st, descs, last_descs = 0, code;
+	unsigned int ms;
+
+	reinit_completion(&rp->dma_done);
+	writel(lower_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_LO));
+	writel(upper_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_HI));
+	writel(PEACH2_DMA_CTRL_START_CHAIN, regs + PEACH2_RP_DMA_REG(PEACH2_DMA_CTRL));
+
+	for (;;) {
+		ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
+		if (wait_for_completion_timeout(&rp->dma_done,
+						msecs_to_jiffies(ms))) {
+			st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+			if (st == U32_MAX)
+				return PEACH2_ERR_DMA_ABORTED;
+			if (st & PEACH2_RP_ST_ENDED)
+				break;
+			continue;	/* a stale interrupt */
+		}
+		st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+		if (st == U32_MAX)
+			return PEACH2_ERR_DMA_ABORTED;
+		if (st & PEACH2_RP_ST_ENDED)
+			break;		/* its interrupt is late */
+		bytes = peach2_read64(p2, PEACH2_RP_DMA_REG(PEACH2_DMA_BYTES_LO));
+		descs = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_DONE_DESCS));
+		if (bytes != last_bytes || descs != last_descs) {
+			last_bytes = bytes;
+			last_descs = descs;
+			continue;
+		}
+		dev_warn_ratelimited(&p2->pdev->dev, "read-proxy reply: no progress for %u ms after %llu bytes; aborting it\n",
+				     ms, bytes);
+		if (!peach2_rp_abort(p2)) {
+			rp->wedged = true;
+			return PEACH2_ERR_DMA_ABORTED;
+		}
+		st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+		if (!(st & PEACH2_DMA_ST_ERROR))
+			st |= PEACH2_DMA_ST_ERROR |
+			      PEACH2_ERR_DMA_ABORTED << PEACH2_DMA_ST_CODE_SHIFT;
+		break;
+	}
+
+	code = 0;
+	if (st & PEACH2_DMA_ST_ERROR) {
+		code = (st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff;
+		if (!code)
+			code = PEACH2_ERR_DMA_ABORTED;
+	}
+	peach2_rp_ack(p2);
+	return code;
+}
+
+/* Serve one ring entry. */
+static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct device *dev = &p2->pdev->dev;
+	struct peach2_buf *buf = NULL;
+	struct peach2_rp_req_le le;
+	struct peach2_rp_req r;
+	u32 status, code;
+	u64 value = 0, off = 0;
+
+	/* One copy: whatever the card does to the entry, we check this one. */
+	memcpy(&le, entry, sizeof(le));
+	r.op = le.op;
+	r.version = le.version;
+	r.src_node = le16_to_cpu(le.src_node);
+	r.export_id = le32_to_cpu(le.export_id);
+	r.key = le32_to_cpu(le.key);
+	r.len = le32_to_cpu(le.len);
+	r.addr = le64_to_cpu(le.addr);
+	r.seq = le64_to_cpu(le.seq);
+	r.reply = le64_to_cpu(le.reply);
+	r.cpl = le64_to_cpu(le.cpl);
+	r.operand[0] = le64_to_cpu(le.operand[0]);
+	r.operand[1] = le64_to_cpu(le.operand[1]);
+
+	/* The card checked these; without them there is nobody to answer. */
+	if (r.src_node >= p2->node_count || r.cpl % sizeof(struct peach2_rp_cpl_le) ||
+	    r.cpl > p2->host_size - sizeof(struct peach2_rp_cpl_le)) {
+		dev_warn_ratelimited(dev, "read-proxy entry from node %u with completion at %#llx: not answerable, dropped\n",
+				     r.src_node, r.cpl);
+		atomic64_inc(&rp->stats.refused_bad_request);
+		return;
+	}
+
+	status = peach2_rp_check(p2, &r, &buf, &off);
+	if (!status && r.op != PEACH2_RP_OP_READ)
+		value = peach2_rp_atomic(&r, buf, off);
+	if (status) {
+		dev_dbg(dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
+			r.op, r.src_node, r.export_id, r.addr, r.len,
+			peach2_err_name(status));
+		peach2_rp_count(rp, status);
+	}
+
+	peach2_rp_build(p2, &r, buf, off, status, value);
+	code = peach2_rp_run(p2);
+	if (code) {
+		dev_dbg(dev, "read-proxy reply to node %u failed: %s\n",
+			r.src_node, peach2_err_name(code));
+		atomic64_inc(&rp->stats.reply_errors);
+	} else if (!status) {
+		switch (r.op) {
+		case PEACH2_RP_OP_READ:
+			atomic64_inc(&rp->stats.served_read);
+			atomic64_add(r.len, &rp->stats.read_bytes);
+			break;
+		case PEACH2_RP_OP_CAS:
+			atomic64_inc(&rp->stats.served_cas);
+			break;
+		default:
+			atomic64_inc(&rp->stats.served_faa);
+			break;
+		}
+	}
+
+	if (rp->wedged) {
+		/*
+		 * The card may still read @buf: keep it until remove() has
+		 * switched off bus mastering. Requests from now on get RP_OFF
+		 * from the card itself.
+		 */
+		writel(0, p2->regs + PEACH2_REG_RP_CTRL);
+		rp->stuck_buf = buf;
+		return;
+	}
+	if (buf)
+		peach2_buf_put(buf);
+}
+
+static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
+{
+	struct peach2_dev *p2 = data;
+	struct peach2_rp *rp = &p2->rp;
+	u32 tail, avail, n;
+
+	/* Clear first: entries queued from now on raise it again. */
+	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
+	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
+	avail = tail - rp->head;
+	if (avail > rp->ring_entries) {
+		dev_warn_ratelimited(&p2->pdev->dev, "read-proxy ring: tail %u, head %u, %u entries: ignored\n",
+				     tail, rp->head, rp->ring_entries);
+		return IRQ_HANDLED;
+	}
+	/* TAIL is read before the entries it covers. */
+	dma_rmb();
+
+	for (n = 0; n < avail && n < PEACH2_RP_BUDGET; n++) {
+		if (READ_ONCE(rp->stopping) || rp->wedged)
+			break;
+		peach2_rp_serve(p2, rp->ring + (rp->head & (rp->ring_entries - 1)) *
+				PEACH2_RP_ENTRY_SIZE);
+		rp->head++;
+	}
+	/* The card raises the interrupt again if entries remain. */
+	writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
+	return IRQ_HANDLED;
+}
+
+static irqreturn_t peach2_rp_dma_irq(int irq, void *data)
+{
+	struct peach2_dev *p2 = data;
+
+	complete(&p2->rp.dma_done);
+	return IRQ_HANDLED;
+}
+
+/* ---- probe / remove ------------------------------------------------------ */
+
+/* Software state only; always (also without the hardware). */
+void peach2_rp_init(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+
+	xa_init_flags(&rp->exports, XA_FLAGS_ALLOC1);
+	atomic_set(&rp->nr_exports, 0);
+	spin_lock_init(&rp->tx_lock);
+	init_completion(&rp->dma_done);
+}
+
+/* Called from the device's release: every file is gone. */
+void peach2_rp_release(struct peach2_dev *p2)
+{
+	WARN_ON(!xa_empty(&p2->rp.exports));
+	xa_destroy(&p2->rp.exports);
+}
+
+static void peach2_rp_free_mem(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct device *dev = &p2->pdev->dev;
+
+	if (rp->descs)
+		dma_free_coherent(dev, rp->reply_mem_size, rp->descs,
+				  rp->descs_dma);
+	rp->descs = NULL;
+	if (rp->ring)
+		dma_free_coherent(dev, (size_t)rp->ring_entries *
+				  PEACH2_RP_ENTRY_SIZE, rp->ring, rp->ring_dma);
+	rp->ring = NULL;
+}
+
+static int peach2_rp_alloc_mem(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct device *dev = &p2->pdev->dev;
+	size_t ring_size, desc_size;
+
+	rp->ring_entries = READ_ONCE(peach2_rp_ring_entries);
+	ring_size = (size_t)rp->ring_entries * PEACH2_RP_ENTRY_SIZE;
+	rp->ring = dma_alloc_coherent(dev, ring_size, &rp->ring_dma,
+				      GFP_KERNEL);
+	if (!rp->ring)
+		return -ENOMEM;
+
+	/* Descriptors, then the 32-byte completion record. */
+	rp->max_descs = PEACH2_RP_MAX_DESCS;
+	desc_size = rp->max_descs * sizeof(*rp->descs);
+	rp->reply_mem_size = desc_size + sizeof(struct peach2_rp_cpl_le);
+	rp->descs = dma_alloc_coherent(dev, rp->reply_mem_size, &rp->descs_dma,
+				       GFP_KERNEL);
+	if (!rp->descs)
+		return -ENOMEM;
+	rp->cpl = (void *)rp->descs + desc_size;
+	rp->cpl_dma = rp->descs_dma + desc_size;
+
+	/* Coherent memory is page aligned; `next` is a 32-bit address. */
+	if (rp->ring_dma % PEACH2_RP_ENTRY_SIZE ||
+	    rp->ring_dma + ring_size > p2->host_size ||
+	    rp->cpl_dma % sizeof(struct peach2_rp_cpl_le) ||
+	    rp->descs_dma + rp->reply_mem_size > min_t(u64, p2->host_size,
+						       BIT_ULL(32))) {
+		dev_err(dev, "read-proxy memory at %pad/%pad not usable by the card\n",
+			&rp->ring_dma, &rp->descs_dma);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Set up the ring (disabled) and the proxy channel's and the requests'
+ * vectors (allocated by the caller). Without PEACH2_CAP_READ_PROXY there is
+ * nothing to do: the ioctls answer -EOPNOTSUPP. Unwinds itself on failure.
+ */
+int peach2_rp_probe(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct pci_dev *pdev = p2->pdev;
+	void __iomem *regs = p2->regs;
+	u32 st;
+	int ret;
+
+	if (!(p2->caps & PEACH2_CAP_READ_PROXY)) {
+		dev_info(&pdev->dev, "card has no read proxy (caps %#x)\n",
+			 p2->caps);
+		return 0;
+	}
+
+	writel(0, regs + PEACH2_REG_RP_CTRL);
+	ret = peach2_rp_alloc_mem(p2);
+	if (ret)
+		goto err_mem;
+
+	/* A reply a previous driver instance left running. */
+	st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+	if (st & PEACH2_DMA_ST_BUSY) {
+		dev_info(&pdev->dev, "read-proxy DMA channel busy at probe: aborting\n");
+		if (!peach2_rp_abort(p2)) {
+			ret = -EIO;
+			goto err_mem;
+		}
+	}
+	peach2_rp_ack(p2);
+
+	writel(rp->ring_entries, regs + PEACH2_REG_RP_RING_SIZE);
+	writel(lower_32_bits(rp->ring_dma), regs + PEACH2_REG_RP_BASE_LO);
+	writel(upper_32_bits(rp->ring_dma), regs + PEACH2_REG_RP_BASE_HI);
+	rp->head = readl(regs + PEACH2_REG_RP_TAIL);
+	writel(rp->head, regs + PEACH2_REG_RP_HEAD);
+	writel(PEACH2_INT_RP, regs + PEACH2_REG_INT_STATUS);
+
+	snprintf(rp->dma_irq_name, sizeof(rp->dma_irq_name), "%s-rpdma",
+		 dev_name(&p2->dev));
+	rp->dma_irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_DMA(PEACH2_RP_CH));
+	ret = request_irq(rp->dma_irq, peach2_rp_dma_irq, 0, rp->dma_irq_name,
+			  p2);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot request irq %d for the read-proxy DMA channel: %d\n",
+			rp->dma_irq, ret);
+		rp->dma_irq = 0;
+		goto err_mem;
+	}
+
+	snprintf(rp->irq_name, sizeof(rp->irq_name), "%s-rp",
+		 dev_name(&p2->dev));
+	rp->irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_RP);
+	ret = request_threaded_irq(rp->irq, NULL, peach2_rp_irq_thread,
+				   IRQF_ONESHOT, rp->irq_name, p2);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot request irq %d for read-proxy requests: %d\n",
+			rp->irq, ret);
+		rp->irq = 0;
+		goto err_dma_irq;
+	}
+	rp->present = true;
+	return 0;
+
+err_dma_irq:
+	free_irq(rp->dma_irq, p2);
+	rp->dma_irq = 0;
+err_mem:
+	peach2_rp_free_mem(p2);
+	return ret;
+}
+
+/* The INT_MASK bits the read proxy needs unmasked. */
+u32 peach2_rp_int_mask(struct peach2_dev *p2)
+{
+	return p2->rp.present ? PEACH2_RP_INTS : 0;
+}
+
+/* Open the ring (after the interrupts are unmasked). */
+void peach2_rp_enable(struct peach2_dev *p2)
+{
+	if (p2->rp.present)
+		writel(PEACH2_RP_ENABLE, p2->regs + PEACH2_REG_RP_CTRL);
+}
+
+/*
+ * remove() (p2->dead is set; registers still mapped): close the ring (the
+ * card answers RP_OFF from now on), let the serving thread finish the
+ * reply in flight (it gives up after rp_timeout_ms without progress and
+ * aborts), release the vectors and the memory. Exports stay until their
+ * files are closed; requests can no longer reach them.
+ */
+void peach2_rp_remove(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	u32 st;
+
+	if (!rp->present)
+		return;
+	writel(0, p2->regs + PEACH2_REG_RP_CTRL);
+	WRITE_ONCE(rp->stopping, true);
+	free_irq(rp->irq, p2);		/* waits for the thread */
+	rp->irq = 0;
+	free_irq(rp->dma_irq, p2);
+	rp->dma_irq = 0;
+
+	st = readl(p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+	if (!rp->wedged && st != U32_MAX && st & PEACH2_DMA_ST_BUSY &&
+	    !peach2_rp_abort(p2))
+		rp->wedged = true;
+	peach2_rp_ack(p2);
+	if (rp->wedged)
+		pci_clear_master(p2->pdev);
+	peach2_rp_free_mem(p2);
+	if (rp->stuck_buf) {
+		peach2_buf_put(rp->stuck_buf);
+		rp->stuck_buf = NULL;
+	}
+	rp->present = false;
+}
+
+/* sysfs `rproxy`: "name value" lines. */
+int peach2_rp_show(struct peach2_dev *p2, char *buf)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_stats *s = &rp->stats;
+	u32 card[4] = { 0 };
+	int len = 0, i;
+
+	if (rp->present) {
+		card[0] = readl(p2->regs + PEACH2_REG_RP_TX_SENT);
+		card[1] = readl(p2->regs + PEACH2_REG_RP_RX_QUEUED);
+		card[2] = readl(p2->regs + PEACH2_REG_RP_RX_REFUSED);
+		card[3] = readl(p2->regs + PEACH2_REG_RP_RX_DROPPED);
+	}
+
+#define P2_LINE(name, val) \
+	(len += sysfs_emit_at(buf, len, "%s %llu\n", name, (u64)(val)))
+	P2_LINE("ring_entries", rp->present ? rp->ring_entries : 0);
+	P2_LINE("served_read", atomic64_read(&s->served_read));
+	P2_LINE("served_cas", atomic64_read(&s->served_cas));
+	P2_LINE("served_faa", atomic64_read(&s->served_faa));
+	P2_LINE("read_bytes", atomic64_read(&s->read_bytes));
+	P2_LINE("refused_bad_request", atomic64_read(&s->refused_bad_request));
+	P2_LINE("refused_not_exported", atomic64_read(&s->refused_not_exported));
+	P2_LINE("refused_range", atomic64_read(&s->refused_range));
+	P2_LINE("refused_align", atomic64_read(&s->refused_align));
+	P2_LINE("refused_replay", atomic64_read(&s->refused_replay));
+	P2_LINE("reply_errors", atomic64_read(&s->reply_errors));
+	P2_LINE("exports", atomic_read(&rp->nr_exports));
+	P2_LINE("submitted", atomic64_read(&s->submitted));
+	for (i = 0; i < ARRAY_SIZE(card); i++) {
+		static const char * const names[] = {
+			"card_tx_sent", "card_rx_queued", "card_rx_refused",
+			"card_rx_dropped",
+		};
+
+		P2_LINE(names[i], card[i]);
+	}
+#undef P2_LINE
+	return len;
+}
