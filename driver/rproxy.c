@@ -977,11 +977,16 @@ u32 peach2_rp_int_mask(struct peach2_dev *p2)
 	return p2->rp.present ? PEACH2_RP_INTS : 0;
 }
 
-/* Open the ring (after the interrupts are unmasked). */
+/*
+ * Open the ring (after the interrupts are unmasked). Enabling sets the
+ * card's HEAD and TAIL to 0; no entry can arrive before that.
+ */
 void peach2_rp_enable(struct peach2_dev *p2)
 {
-	if (p2->rp.present)
-		writel(PEACH2_RP_ENABLE, p2->regs + PEACH2_REG_RP_CTRL);
+	if (!p2->rp.present)
+		return;
+	p2->rp.head = 0;
+	writel(PEACH2_RP_ENABLE, p2->regs + PEACH2_REG_RP_CTRL);
 }
 
 /*
