@@ -42,7 +42,7 @@
 #define SYSFS_DRIVER "/sys/bus/pci/drivers/peach2"
 #define SYSFS_PARAMS "/sys/module/peach2/parameters"
 
-static const char *dev_path(void)
+static inline const char *dev_path(void)
 {
 	const char *p = getenv("PEACH2_DEV");
 
@@ -50,12 +50,12 @@ static const char *dev_path(void)
 }
 
 /* 0 on success, else errno: ASSERT_EQ(EINVAL, xioctl(...)) reads well. */
-static int xioctl(int fd, unsigned long req, void *arg)
+static inline int xioctl(int fd, unsigned long req, void *arg)
 {
 	return ioctl(fd, req, arg) ? errno : 0;
 }
 
-static int read_sysfs(const char *path, char *buf, size_t size)
+static inline int read_sysfs(const char *path, char *buf, size_t size)
 {
 	ssize_t n;
 	int fd;
@@ -71,7 +71,7 @@ static int read_sysfs(const char *path, char *buf, size_t size)
 	return (int)n;
 }
 
-static int write_sysfs(const char *path, const char *val)
+static inline int write_sysfs(const char *path, const char *val)
 {
 	ssize_t n;
 	int fd;
@@ -85,7 +85,7 @@ static int write_sysfs(const char *path, const char *val)
 }
 
 /* /sys/class/peach2/<name of the device node>/<attr> */
-static void class_attr(char *out, size_t size, const char *attr)
+static inline void class_attr(char *out, size_t size, const char *attr)
 {
 	char dev[PATH_MAX];
 
@@ -93,7 +93,7 @@ static void class_attr(char *out, size_t size, const char *attr)
 	snprintf(out, size, "%s/%s/%s", SYSFS_CLASS, basename(dev), attr);
 }
 
-static int do_free(int fd, uint32_t handle)
+static inline int do_free(int fd, uint32_t handle)
 {
 	struct peach2_free f = { .handle = handle };
 
@@ -101,7 +101,7 @@ static int do_free(int fd, uint32_t handle)
 }
 
 /* The card's PCI address (e.g. 0000:00:01.0), for unbind/bind: 0 or -errno. */
-static int card_pci_addr(char *out, size_t size)
+static inline int card_pci_addr(char *out, size_t size)
 {
 	char path[PATH_MAX], link[PATH_MAX];
 	ssize_t n;
