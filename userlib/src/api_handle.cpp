@@ -24,8 +24,15 @@ int tcaSubHandle(const tcaHandle *h, size_t offset, size_t size, tcaHandle *out)
 		return -EINVAL;
 	if (int rc = validate_handle(*h))
 		return rc;
-	return make_handle(h->node, std::span<const tcaChunk>(h->chunks, h->nr_chunks),
-			   offset, size, out);
+	tcaHandle sub;
+	if (int rc = make_handle(h->node, std::span<const tcaChunk>(h->chunks, h->nr_chunks),
+				 offset, size, &sub))
+		return rc;
+	// The export covers the whole original range, so any part of it too.
+	if (h->export_id)
+		attach_export(&sub, h->export_id, h->export_key);
+	*out = sub;
+	return 0;
 }
 
 int tcaRemoteAddress(const tcaHandle *h, size_t offset, uint64_t *global_addr)

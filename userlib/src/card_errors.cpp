@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tcaCardErrorName: the card's error codes (enum peach2_err) by name, for
-// DMA tickets and the driver's err_last.
+// DMA tickets, read-proxy requests and the driver's err_last.
 #include <tca/tca.h>
 
 #include <peach2/peach2_hw.h>
@@ -31,6 +31,13 @@ extern "C" const char *tcaCardErrorName(uint32_t code)
 	case PEACH2_ERR_DMA_READ: return "DMA_READ";
 	case PEACH2_ERR_DMA_BUSY: return "DMA_BUSY";
 	case PEACH2_ERR_DMA_ABORTED: return "DMA_ABORTED";
+	case PEACH2_ERR_RP_FULL: return "RP_FULL";
+	case PEACH2_ERR_RP_OFF: return "RP_OFF";
+	case PEACH2_ERR_RP_BAD_REQUEST: return "RP_BAD_REQUEST";
+	case PEACH2_ERR_RP_NOT_EXPORTED: return "RP_NOT_EXPORTED";
+	case PEACH2_ERR_RP_RANGE: return "RP_RANGE";
+	case PEACH2_ERR_RP_REPLAY: return "RP_REPLAY";
+	case PEACH2_ERR_RP_BAD_PACKET: return "RP_BAD_PACKET";
 	default: return "?";
 	}
 }

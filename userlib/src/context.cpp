@@ -82,7 +82,7 @@ int Context::open(const char *path, std::unique_ptr<Context> *out)
 	return 0;
 }
 
-int Context::alloc(std::size_t size, void **ptr)
+int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer> *out)
 {
 	if (size == 0 || size > info_.max_alloc)
 		return -EINVAL;
@@ -118,6 +118,15 @@ int Context::alloc(std::size_t size, void **ptr)
 				  static_cast<off_t>(a.mmap_offset), &buf->map))
 		return rc;
 	std::memset(buf->map.get(), 0, mapped);
+	*out = std::move(buf);
+	return 0;
+}
+
+int Context::alloc(std::size_t size, void **ptr)
+{
+	std::unique_ptr<DriverBuffer> buf;
+	if (int rc = new_buffer(size, &buf))
+		return rc;
 	void *p = buf->map.get();
 	std::uint64_t off = 0;
 	for (const tcaChunk &piece : buf->pieces) {
@@ -136,6 +145,8 @@ int Context::free(void *ptr)
 		return TCA_ENOTBUF;
 	for (const tcaChunk &piece : it->second->pieces)
 		by_global_.erase(piece.global_addr);
+	// The driver ends the buffer's exports when it frees it.
+	std::erase_if(exports_, [&](const auto &e) { return e.second.buffer == it->first; });
 	const int rc = it->second->release();
 	buffers_.erase(it);
 	return rc;

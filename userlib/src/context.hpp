@@ -6,9 +6,11 @@
 #pragma once
 
 #include "dma_plan.hpp"
+#include "driver_buffer.hpp"
 #include "dma_state.hpp"
 #include "handshake.hpp"
 #include "mapping.hpp"
+#include "rp_state.hpp"
 #include "unique_fd.hpp"
 
 #include <tca/tca.h>
@@ -17,35 +19,13 @@
 #include <peach2/peach2_uapi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <vector>
 
 namespace tca {
-
-// A driver buffer and our mapping of it. release() (or the destructor)
-// unmaps it, then frees it in the driver.
-class DriverBuffer {
-public:
-	DriverBuffer(int fd, std::uint32_t handle) noexcept : fd_(fd), handle_(handle) {}
-	DriverBuffer(const DriverBuffer &) = delete;
-	DriverBuffer &operator=(const DriverBuffer &) = delete;
-	~DriverBuffer() { release(); }
-
-	// 0 or -errno from the driver's FREE; idempotent.
-	int release() noexcept;
-	// The driver's name for the buffer (DMA requests use it); 0 once freed.
-	std::uint32_t id() const noexcept { return handle_; }
-
-	std::size_t size = 0;             // bytes the caller asked for
-	Mapping map;                      // our read/write view
-	std::vector<tcaChunk> pieces;     // physically contiguous pieces, in order
-
-private:
-	int fd_;                          // borrowed from the Context
-	std::uint32_t handle_;            // driver's name for the buffer; 0 = freed
-};
 
 class Context {
 public:
@@ -66,7 +46,11 @@ public:
 	}
 
 	int alloc(std::size_t size, void **ptr);
+	// Frees a tcaMalloc buffer; the driver ends its exports with it.
 	int free(void *ptr);
+	// A driver buffer of `size` bytes for the library's own use (mapped,
+	// zeroed, chunk list read; not one of the tcaMalloc buffers).
+	int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer> *out);
 	int handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept;
 
 	// DMA: where memory is, in the planner's terms (context_dma.cpp).
@@ -79,6 +63,17 @@ public:
 	int handle_side(const tcaHandle &h, std::uint64_t offset, std::uint64_t len,
 			DmaSide *out) const noexcept;
 	DmaState &dma() noexcept { return *dma_; }
+
+	// Read proxy (context_export.cpp). Export [ptr, ptr + size) of a
+	// buffer (size 0: to its end) and describe it in *out.
+	int export_range(const void *ptr, std::size_t size, std::uint32_t peach2_flags,
+			 tcaHandle *out);
+	// Ends one of this process's exports: TCA_ENOTEXPORTED if unknown.
+	int unexport(std::uint32_t export_id, std::uint32_t key);
+	// The completion pool and request registry, created on first use.
+	int rp(RpState **out);
+	// The same without the library mutex: nullptr before the first use.
+	RpState *rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
 
 	// Per-peer exchange bookkeeping (see handshake.hpp).
 	PeerHistory &history(std::uint32_t peer) { return history_.at(peer); }
@@ -101,6 +96,13 @@ private:
 	};
 	std::map<std::uint64_t, ChunkRef> by_global_;
 	std::unique_ptr<DmaState> dma_;
+	struct ExportRef {
+		std::uintptr_t buffer; // the buffer's address (buffers_ key)
+		std::uint32_t key;
+	};
+	std::map<std::uint32_t, ExportRef> exports_; // by export id
+	std::unique_ptr<RpState> rp_;     // after fd_: released before the close
+	std::atomic<RpState *> rp_fast_{nullptr};
 	std::array<PeerHistory, PEACH2_MAX_NODES> history_{};
 	std::array<bool, PEACH2_MAX_NODES> busy_{};
 };

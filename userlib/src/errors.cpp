@@ -26,6 +26,11 @@ extern "C" const char *tcaErrorString(int code)
 	case TCA_ENODESC:
 		return "out of DMA descriptors (on-card descriptor RAM full, or too many for one "
 		       "run); host descriptors have no shared limit";
+	case TCA_ENOTEXPORTED:
+		return "memory not exported for this operation (no export in the handle, or the "
+		       "target knows no such export, key or permission)";
+	case TCA_EREMOTE:
+		return "the target node refused or failed the request (see the request's status)";
 	default: break;
 	}
 	if (code < 0 && code > -4096) {

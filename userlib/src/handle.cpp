@@ -48,7 +48,7 @@ int validate_handle(const tcaHandle &h) noexcept
 		return TCA_EBADHANDLE;
 	if (h.nr_chunks == 0 || h.nr_chunks > TCA_HANDLE_MAX_CHUNKS)
 		return TCA_EBADHANDLE;
-	if (h.node >= PEACH2_MAX_NODES || h.reserved != 0 || h.size == 0)
+	if (h.node >= PEACH2_MAX_NODES || h.size == 0 || (h.export_id == 0 && h.export_key != 0))
 		return TCA_EBADHANDLE;
 	if (h.check != handle_check(h))
 		return TCA_EBADHANDLE;
@@ -114,6 +114,13 @@ int make_handle(std::uint32_t node, std::span<const tcaChunk> pieces,
 	h.check = handle_check(h);
 	*out = h;
 	return 0;
+}
+
+void attach_export(tcaHandle *h, std::uint32_t export_id, std::uint32_t key) noexcept
+{
+	h->export_id = export_id;
+	h->export_key = key;
+	h->check = handle_check(*h);
 }
 
 int handle_address(const tcaHandle &h, std::uint64_t offset,

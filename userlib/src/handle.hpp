@@ -19,7 +19,7 @@ std::uint32_t handle_check(const tcaHandle &h) noexcept;
 
 // 0 or TCA_EBADHANDLE: magic, version, check, node, chunk geometry (each
 // piece non-empty, on `node`, inside its host-memory region; lengths add up
-// to size; unused entries and reserved fields zero).
+// to size; unused entries zero; export_key 0 when export_id is 0).
 int validate_handle(const tcaHandle &h) noexcept;
 
 // Describes [offset, offset + size) of a buffer of node `node` whose pieces,
@@ -27,6 +27,9 @@ int validate_handle(const tcaHandle &h) noexcept;
 // TCA_ETOOMANYCHUNKS, or TCA_EBADHANDLE when the pieces themselves are bad.
 int make_handle(std::uint32_t node, std::span<const tcaChunk> pieces,
 		std::uint64_t offset, std::uint64_t size, tcaHandle *out) noexcept;
+
+// Sets the export a handle names (0/0: none) and recomputes its check.
+void attach_export(tcaHandle *h, std::uint32_t export_id, std::uint32_t key) noexcept;
 
 // Global address of byte `offset` (requires a valid handle, offset < size).
 int handle_address(const tcaHandle &h, std::uint64_t offset,

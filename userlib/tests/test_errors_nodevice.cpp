@@ -31,7 +31,8 @@ TEST(Errors, EveryCodeHasText)
 {
 	std::set<std::string> seen;
 	for (int code : {TCA_EBADHANDLE, TCA_ERANGE, TCA_ENOTBUF, TCA_ETOOMANYCHUNKS, TCA_ENODE,
-			 TCA_EABI, TCA_EDEVICE, TCA_EALIGN, TCA_ESTRIDE, TCA_EDMA, TCA_ENODESC}) {
+			 TCA_EABI, TCA_EDEVICE, TCA_EALIGN, TCA_ESTRIDE, TCA_EDMA, TCA_ENODESC,
+			 TCA_ENOTEXPORTED, TCA_EREMOTE}) {
 		const char *s = tcaErrorString(code);
 		ASSERT_NE(nullptr, s);
 		EXPECT_TRUE(seen.insert(s).second) << "duplicate text for " << code;
@@ -102,7 +103,14 @@ TEST(Errors, CardCodesHaveNames)
 	EXPECT_STREQ("NOT_REGISTERED", tcaCardErrorName(12));
 	EXPECT_STREQ("DMA_ALIGN", tcaCardErrorName(14));
 	EXPECT_STREQ("DMA_ABORTED", tcaCardErrorName(22));
-	EXPECT_STREQ("?", tcaCardErrorName(23));
+	EXPECT_STREQ("RP_FULL", tcaCardErrorName(23));
+	EXPECT_STREQ("RP_OFF", tcaCardErrorName(24));
+	EXPECT_STREQ("RP_BAD_REQUEST", tcaCardErrorName(25));
+	EXPECT_STREQ("RP_NOT_EXPORTED", tcaCardErrorName(26));
+	EXPECT_STREQ("RP_RANGE", tcaCardErrorName(27));
+	EXPECT_STREQ("RP_REPLAY", tcaCardErrorName(28));
+	EXPECT_STREQ("RP_BAD_PACKET", tcaCardErrorName(29));
+	EXPECT_STREQ("?", tcaCardErrorName(30));
 	EXPECT_STREQ("?", tcaCardErrorName(0xffffffffu));
 }
 

@@ -22,7 +22,51 @@ TEST(Handle, WireLayoutIsFixed)
 	EXPECT_EQ(8u, offsetof(tcaHandle, node));
 	EXPECT_EQ(12u, offsetof(tcaHandle, check));
 	EXPECT_EQ(16u, offsetof(tcaHandle, size));
+	EXPECT_EQ(24u, offsetof(tcaHandle, export_id));
+	EXPECT_EQ(28u, offsetof(tcaHandle, export_key));
 	EXPECT_EQ(32u, offsetof(tcaHandle, chunks));
+	EXPECT_EQ(2u, TCA_HANDLE_VERSION);
+}
+
+// Version 2: an export travels with the handle, the check covers it, and
+// sub-handles keep it.
+TEST(Handle, ExportRoundTripAndCheck)
+{
+	tcaHandle h;
+	ASSERT_EQ(0, make_handle(1, scattered(1, 3, 4096), 0, 0, &h));
+	EXPECT_EQ(0u, h.export_id);
+	EXPECT_EQ(0u, h.export_key);
+	attach_export(&h, 77, 0xdeadbeefu);
+	ASSERT_EQ(0, validate_handle(h));
+	unsigned char wire[sizeof h];
+	std::memcpy(wire, &h, sizeof h);
+	tcaHandle back;
+	std::memcpy(&back, wire, sizeof back);
+	EXPECT_EQ(0, tcaHandleValidate(&back));
+	EXPECT_EQ(77u, back.export_id);
+	EXPECT_EQ(0xdeadbeefu, back.export_key);
+
+	tcaHandle forged = h;
+	forged.export_key ^= 1;
+	EXPECT_EQ(TCA_EBADHANDLE, validate_handle(forged)) << "check covers the key";
+	forged = h;
+	forged.export_id = 78;
+	EXPECT_EQ(TCA_EBADHANDLE, validate_handle(forged)) << "check covers the id";
+
+	tcaHandle sub;
+	ASSERT_EQ(0, tcaSubHandle(&h, 4000, 200, &sub));
+	EXPECT_EQ(0, validate_handle(sub));
+	EXPECT_EQ(77u, sub.export_id);
+	EXPECT_EQ(0xdeadbeefu, sub.export_key);
+	EXPECT_EQ(2u, sub.nr_chunks);
+
+	// A key of 0 is a possible random key; an id of 0 is "no export".
+	attach_export(&h, 5, 0);
+	EXPECT_EQ(0, validate_handle(h));
+	attach_export(&h, 0, 0);
+	EXPECT_EQ(0, validate_handle(h));
+	ASSERT_EQ(0, tcaSubHandle(&h, 0, 0, &sub));
+	EXPECT_EQ(0u, sub.export_id);
 }
 
 TEST(Handle, OnePieceWholeBuffer)
@@ -129,10 +173,11 @@ TEST(Handle, StructuralChecks)
 	expect_bad([](tcaHandle &h) { h.size = 0; }, "empty");
 	expect_bad([](tcaHandle &h) { h.node = PEACH2_MAX_NODES; }, "node out of range");
 	expect_bad([](tcaHandle &h) { h.node = 2; }, "pieces on another node");
-	expect_bad([](tcaHandle &h) { h.reserved = 1; }, "reserved");
+	expect_bad([](tcaHandle &h) { h.export_key = 1; }, "key without export");
 	expect_bad([](tcaHandle &h) { h.chunks[5].len = 1; }, "unused entry");
 	expect_bad([](tcaHandle &h) { h.magic ^= 1; }, "magic");
-	expect_bad([](tcaHandle &h) { h.version = 2; }, "version");
+	expect_bad([](tcaHandle &h) { h.version = 1; }, "version 1 (no export fields)");
+	expect_bad([](tcaHandle &h) { h.version = 3; }, "version");
 	expect_bad([](tcaHandle &h) { h.chunks[1].len = 0; h.size -= 256; }, "empty piece");
 }
 

@@ -65,6 +65,12 @@ extern "C" {
 				   * (tcaDmaTicket.status holds the card's code) */
 #define TCA_ENODESC       (-1011) /* DMA: out of descriptors (on-card descriptor RAM
 				   * is full, or the list is too long) */
+#define TCA_ENOTEXPORTED  (-1012) /* get/atomic: the handle carries no export, or the
+				   * target refused it (no such export, wrong key,
+				   * operation not allowed: tcaRequest.status says) */
+#define TCA_EREMOTE       (-1013) /* get/atomic: the target (its card or driver) refused
+				   * or failed the request; tcaRequest.status holds the
+				   * code (tcaCardErrorName) */
 
 /* ---- Context ------------------------------------------------------------ */
 
@@ -113,7 +119,7 @@ TCA_API int tcaFree(void *ptr);
 /* ---- Handles ------------------------------------------------------------- */
 
 #define TCA_HANDLE_MAGIC      0x48414354u /* "TCAH" */
-#define TCA_HANDLE_VERSION    1u
+#define TCA_HANDLE_VERSION    2u /* 2: export_id/export_key */
 #define TCA_HANDLE_MAX_CHUNKS 14u
 
 /* One physically contiguous piece; pieces follow each other in buffer
@@ -125,8 +131,11 @@ typedef struct tcaChunk {
 
 /* A description of `size` bytes of node `node`'s memory that any node can
  * write with tcaPut. Fixed size (256 bytes), no pointers: send it as bytes.
- * Treat the fields as read-only; build handles only with tcaGetHandle or
- * tcaSubHandle (`check` covers every other field). */
+ * Treat the fields as read-only; build handles only with tcaGetHandle,
+ * tcaSubHandle or tcaExport (`check` covers every other field). A handle
+ * from tcaExport also names the export (id and key) through which other
+ * nodes may read it (tcaGet) or do atomics on it (tcaCas, tcaFaa); 0/0
+ * means "not exported". tcaSubHandle keeps the export. */
 typedef struct tcaHandle {
 	uint32_t magic;       /* TCA_HANDLE_MAGIC */
 	uint16_t version;     /* TCA_HANDLE_VERSION */
@@ -134,7 +143,8 @@ typedef struct tcaHandle {
 	uint32_t node;        /* owner node */
 	uint32_t check;       /* hash of all other bytes */
 	uint64_t size;        /* bytes described, > 0 */
-	uint64_t reserved;    /* 0 */
+	uint32_t export_id;   /* the owner's export (tcaExport), 0: none */
+	uint32_t export_key;  /* its key; 0 when export_id is 0 */
 	tcaChunk chunks[TCA_HANDLE_MAX_CHUNKS]; /* unused entries are 0 */
 } tcaHandle;
 
@@ -365,6 +375,127 @@ TCA_API int tcaPutAuto(const tcaHandle *dst, size_t dst_offset, const void *src,
 /* The threshold tcaPutAuto uses (after TCA_PIO_MAX). */
 TCA_API size_t tcaPioMax(void);
 
+/* ---- Export, one-sided get, remote atomics (read proxy) -------------------- */
+
+/* PEACH2 cannot read remote memory. Instead, a get sends a request to the
+ * target node's card; the target's driver checks it against the memory a
+ * process there has exported and DMA-writes the data back, followed by a
+ * 32-byte completion record the requester polls. No process on the target
+ * takes part (the exporter may be busy, asleep, or gone: then the request is
+ * refused). The same path serves 64-bit compare-and-swap and fetch-and-add
+ * on exported memory, atomic with respect to other such atomics on that
+ * node (not to the exporter's own CPU stores: use them only on words that
+ * are changed through tcaCas/tcaFaa).
+ *
+ * Exporting. tcaExport names [ptr, ptr + size) of one tcaMalloc buffer for
+ * remote reads (TCA_EXPORT_READ) and/or atomics (TCA_EXPORT_ATOMIC) and
+ * returns its handle, which carries the export's id and key; send it to the
+ * peers (tcaExchange). An export ends with tcaUnexport, with tcaFree of its
+ * buffer, or when the process closes the device or exits; requests that
+ * arrive later are refused (TCA_ENOTEXPORTED). A process has at most 1024
+ * exports.
+ *
+ * Getting. tcaGet reads `len` bytes at byte `src_offset` of an exported
+ * handle (any node, this one included) into `dst`, which must lie in a
+ * tcaMalloc buffer of this process. The card's DMA rules apply: len a
+ * multiple of 4, and `dst` and the remote address with equal low 4 bits
+ * (for handles starting at their buffer's start and page-aligned buffers:
+ * dst - buffer start == src_offset mod 16); TCA_EALIGN before anything is
+ * sent otherwise. A get is split into requests of at most 4 MiB that each
+ * land in one physically contiguous piece of `dst`; the data of a
+ * completed get is complete (all or nothing per request; a failed get may
+ * have written part of `dst`).
+ *
+ * Completion. Non-blocking forms (tcaGetNB, tcaCasNB, tcaFaaNB) fill a
+ * tcaRequest; tcaTest polls it (1 while pending), tcaWait waits. A request
+ * ends with 0, TCA_ENOTEXPORTED, TCA_EREMOTE (request.status holds the
+ * target's code, e.g. RP_RANGE, RP_OFF: no driver there), TCA_EDEVICE
+ * (a malformed answer), -ETIMEDOUT (no answer within the request timeout:
+ * 10 s, or $TCA_RP_TIMEOUT_MS read once), or a submission error from the
+ * driver: -EHOSTUNREACH (no route, link down), -ENXIO, -ENODEV. A target
+ * whose request queue is full answers RP_FULL; the library resubmits after
+ * a short backoff until the request timeout (request.retries counts them).
+ * Blocking calls are a non-blocking call followed by tcaWait.
+ *
+ * Threads: any number of threads may submit and poll concurrently, each
+ * tcaRequest from one thread at a time. Up to 4096 requests (pieces of a
+ * get count one each) may be pending per process (-EAGAIN beyond). */
+
+#define TCA_EXPORT_READ   (1u << 0) /* tcaGet allowed */
+#define TCA_EXPORT_ATOMIC (1u << 1) /* tcaCas / tcaFaa allowed */
+
+/* Exports [ptr, ptr + size) of a tcaMalloc buffer (size 0: to the end of
+ * the buffer) with `flags` (at least one of TCA_EXPORT_*) and fills *out
+ * with the handle of that range, export id and key included. The range
+ * must fit a handle (TCA_ETOOMANYCHUNKS otherwise). Errors: -EINVAL
+ * (flags), TCA_ENOTBUF, TCA_ERANGE, -ENOSPC (1024 exports). */
+TCA_API int tcaExport(const void *ptr, size_t size, uint32_t flags, tcaHandle *out);
+
+/* Ends the export `h` names (a handle tcaExport returned to this process,
+ * or one derived from it with tcaSubHandle). TCA_ENOTEXPORTED if the
+ * handle has no export or it is not (any longer) one of this process's. */
+TCA_API int tcaUnexport(const tcaHandle *h);
+
+/* What a non-blocking call left to collect. Zero-initialise it; the
+ * library owns it from the submitting call until tcaTest/tcaWait report
+ * the end (then `id` is 0 and the other fields hold the outcome). Do not
+ * copy a pending request. */
+typedef struct tcaRequest {
+	uint64_t id;          /* library's request id while pending; 0 when ended */
+	int32_t result;       /* when ended: what tcaWait returned */
+	uint32_t status;      /* when ended: the target's/card's code (enum peach2_err)
+			       * of the first failing piece, 0 if none */
+	uint64_t value;       /* CAS/FAA: the value before the operation */
+	uint64_t bytes;       /* get: bytes delivered */
+	uint32_t retries;     /* RP_FULL answers that were resubmitted */
+	uint32_t pieces;      /* requests the call was split into */
+} tcaRequest;
+
+/* Starts a get (see above) and returns at once: 0 once submitted (*req is
+ * pending, or already ended if the answer was that fast: tcaTest/tcaWait
+ * tell the outcome either way). An error return means nothing was sent;
+ * *req has then ended with that error. len == 0 ends at once with 0.
+ * Errors before anything is sent:
+ * -EINVAL, TCA_EBADHANDLE, TCA_ENOTEXPORTED (handle without export),
+ * TCA_ENODE, TCA_ERANGE, TCA_ENOTBUF (dst), TCA_EALIGN, -EAGAIN (no free
+ * completion slot), and the driver's -EHOSTUNREACH, -ENXIO, -ENODEV. */
+TCA_API int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len,
+		     tcaRequest *req);
+
+/* Blocking get: tcaGetNB then tcaWait(req, 0). */
+TCA_API int tcaGet(void *dst, const tcaHandle *src, size_t src_offset, size_t len);
+
+/* 64-bit compare-and-swap on bytes [offset, offset + 8) of an exported
+ * (TCA_EXPORT_ATOMIC) handle: if the word == compare it becomes swap; the
+ * value before is returned in *old (NB: req->value). The word's address
+ * must be 8-byte aligned (TCA_EALIGN). */
+TCA_API int tcaCas(const tcaHandle *h, size_t offset, uint64_t compare, uint64_t swap,
+		   uint64_t *old);
+TCA_API int tcaCasNB(const tcaHandle *h, size_t offset, uint64_t compare, uint64_t swap,
+		     tcaRequest *req);
+
+/* 64-bit fetch-and-add (wrapping) of `add`; as tcaCas. */
+TCA_API int tcaFaa(const tcaHandle *h, size_t offset, uint64_t add, uint64_t *old);
+TCA_API int tcaFaaNB(const tcaHandle *h, size_t offset, uint64_t add, tcaRequest *req);
+
+/* 1 while the request is pending; else its outcome (as tcaWait). An ended
+ * request answers again with the same outcome. */
+TCA_API int tcaTest(tcaRequest *req);
+
+/* Waits until the request ends or timeout_ms passes (<= 0: until it ends,
+ * which the request timeout bounds). Returns its outcome, or -ETIMEDOUT
+ * with req->id still set when only this wait's timeout passed (wait again).
+ * An ended request (id 0) answers with req->result. */
+TCA_API int tcaWait(tcaRequest *req, int timeout_ms);
+
+/* Gives up a pending request: its completion slots are never reused (a
+ * late answer may still write them, and the get's destination bytes), and
+ * the request ends with -ECANCELED. No-op on an ended request. */
+TCA_API int tcaCancel(tcaRequest *req);
+
+/* The request timeout in milliseconds (10000, or $TCA_RP_TIMEOUT_MS). */
+TCA_API int tcaRequestTimeoutMs(void);
+
 /* ---- Address exchange over the card mailbox ------------------------------- */
 
 /* Symmetric handshake with node `peer`: sends *mine, waits for the peer's
@@ -382,8 +513,9 @@ TCA_API int tcaExchange(int peer, const tcaHandle *mine, tcaHandle *theirs,
 /* Text for any code returned by this library (static storage, never NULL). */
 TCA_API const char *tcaErrorString(int code);
 
-/* Name of a card error code (enum peach2_err, as in tcaDmaTicket.status or
- * the driver's err_last), e.g. "DMA_ALIGN"; "?" for unknown codes. */
+/* Name of a card error code (enum peach2_err, as in tcaDmaTicket.status,
+ * tcaRequest.status or the driver's err_last), e.g. "DMA_ALIGN",
+ * "RP_NOT_EXPORTED"; "?" for unknown codes. */
 TCA_API const char *tcaCardErrorName(uint32_t code);
 
 #ifdef __cplusplus

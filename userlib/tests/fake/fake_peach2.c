@@ -14,8 +14,10 @@
  * address A lands where the card would deliver it. What it cannot model:
  * error counters (a store to a missing node faults), write-only-ness,
  * MMIO access widths and link latency. DMA (fake_dma.c) copies at once,
- * inside the ioctl. Environment: TCA_FAKE_DIR,
- * TCA_FAKE_NODE, TCA_FAKE_NODES, TCA_FAKE_CHUNK (default 65536),
+ * inside the ioctl; the read proxy (fake_rp.c) answers requests inside the
+ * ioctl too. Environment: TCA_FAKE_DIR,
+ * TCA_FAKE_NODE, TCA_FAKE_NODES, TCA_FAKE_CHUNK (default 65536; read at
+ * every allocation),
  * TCA_DEVICE (the path that is faked).
  */
 #define _GNU_SOURCE
@@ -92,8 +94,10 @@ int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 int close(int fd)
 {
-	if (fd == fake_fd && fd >= 0)
+	if (fd == fake_fd && fd >= 0) {
+		fake_rp_revoke(0); /* like the driver: exports end with the file */
 		fake_fd = -1;
+	}
 	return (int)syscall(SYS_close, fd);
 }
 
@@ -103,6 +107,8 @@ static int do_alloc(struct peach2_alloc *a)
 		return -ENOMEM;
 	struct fake_alloc *f = &allocs[nr_allocs];
 	memset(f, 0, sizeof *f);
+	if (getenv("TCA_FAKE_CHUNK")) /* read per buffer: tests vary it */
+		chunk_size = strtoull(getenv("TCA_FAKE_CHUNK"), NULL, 0);
 	f->size = (a->size + 4095) & ~4095ull;
 	for (uint64_t off = 0; off < f->size; off += chunk_size) {
 		uint64_t len = f->size - off < chunk_size ? f->size - off : chunk_size;
@@ -158,7 +164,10 @@ int ioctl(int fd, unsigned long req, ...)
 			c->nr_chunks = f->nr;
 		}
 	} else if (req == PEACH2_IOC_FREE) {
-		rc = 0; /* memory is not reused: a late write stays harmless */
+		/* memory is not reused: a late write stays harmless */
+		fake_rp_revoke(((struct peach2_free *)arg)->handle);
+	} else if (fake_is_rp_ioctl(req)) {
+		rc = fake_rp_ioctl(req, arg);
 	} else if (fake_is_dma_ioctl(req)) {
 		rc = fake_dma_ioctl(req, arg);
 	} else {

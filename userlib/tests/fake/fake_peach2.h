@@ -28,4 +28,9 @@ int fake_is_dma_ioctl(unsigned long req);
 /* 0 or -errno, like the driver. */
 int fake_dma_ioctl(unsigned long req, void *arg);
 
+int fake_is_rp_ioctl(unsigned long req);
+int fake_rp_ioctl(unsigned long req, void *arg);
+/* Ends this process's exports of buffer @buf (0: all of them). */
+void fake_rp_revoke(uint32_t buf);
+
 #endif

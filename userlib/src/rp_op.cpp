@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+#include "rp_op.hpp"
+
+#include <tca/tca.h>
+
+#include <peach2/peach2_uapi.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace tca {
+
+RpOp::RpOp(DriverPort &port, CplArea &area, const RpTarget &t, std::uint32_t reply_buffer,
+	   std::vector<RpPiece> pieces, std::uint64_t deadline_ns)
+	: port_(port), area_(area), target_(t), reply_buffer_(reply_buffer), deadline_ns_(deadline_ns)
+{
+	pieces_.reserve(pieces.size());
+	for (const RpPiece &p : pieces)
+		pieces_.push_back(Piece{p});
+	out_.pieces = static_cast<std::uint32_t>(pieces_.size());
+}
+
+bool RpOp::submit(Piece &pc)
+{
+	peach2_rp_submit s{};
+	s.node = target_.node;
+	s.op = target_.op;
+	s.export_id = target_.export_id;
+	s.key = target_.key;
+	s.addr = pc.p.addr;
+	s.len = target_.op == PEACH2_RP_OP_READ ? pc.p.len : 8;
+	if (target_.op == PEACH2_RP_OP_READ) {
+		s.reply_handle = reply_buffer_;
+		s.reply_offset = pc.p.reply_offset;
+	}
+	s.cpl_handle = area_.buffer();
+	s.cpl_offset = area_.offset_of(pc.slot);
+	s.operand[0] = target_.operand[0];
+	s.operand[1] = target_.operand[1];
+	int rc;
+	do
+		rc = port_.call(PEACH2_IOC_RP_SUBMIT, &s);
+	while (rc == -EINTR);
+	if (rc) {
+		fail(rc, 0);
+		return false;
+	}
+	pc.tag = s.tag;
+	pc.state = State::InFlight;
+	sent_any_ = true;
+	return true;
+}
+
+void RpOp::fail(int rc, std::uint32_t status)
+{
+	if (error_ == 0) {
+		error_ = rc;
+		out_.status = status;
+	}
+}
+
+void RpOp::send_more()
+{
+	while (error_ == 0 && next_unsent_ < pieces_.size() && in_flight_ < kWindow) {
+		Piece &pc = pieces_[next_unsent_];
+		if (!area_.slots().take(&pc.slot)) {
+			// Nothing of ours in flight to wait for: give up now rather
+			// than spin until the deadline.
+			if (in_flight_ == 0)
+				fail(-EAGAIN, 0);
+			return;
+		}
+		pc.backoff_ns = kFirstBackoffNs;
+		if (!submit(pc)) {
+			area_.slots().give(pc.slot); // never sent
+			pc.state = State::Done;
+			++next_unsent_;
+			return;
+		}
+		++in_flight_;
+		++next_unsent_;
+	}
+}
+
+void RpOp::answered(Piece &pc, std::uint64_t now_ns)
+{
+	const peach2_rp_cpl c = area_.read(pc.slot);
+	if (c.status == PEACH2_ERR_RP_FULL && error_ == 0) {
+		// The target's queue was full; the card answered by itself. The
+		// slot is ours again: resubmit into it after a backoff.
+		++out_.retries;
+		pc.state = State::Backoff;
+		pc.resend_ns = now_ns + pc.backoff_ns;
+		pc.backoff_ns = std::min(pc.backoff_ns * 2, kMaxBackoffNs);
+		return;
+	}
+	area_.slots().give(pc.slot);
+	pc.state = State::Done;
+	--in_flight_;
+	if (c.status == PEACH2_ERR_RP_NOT_EXPORTED) {
+		fail(TCA_ENOTEXPORTED, c.status);
+	} else if (c.status != 0) {
+		fail(TCA_EREMOTE, c.status);
+	} else if (target_.op == PEACH2_RP_OP_READ) {
+		if (c.len != pc.p.len)
+			fail(TCA_EDEVICE, 0); // success must deliver everything
+		else
+			out_.bytes += c.len;
+	} else {
+		out_.value = c.value;
+	}
+}
+
+int RpOp::start(std::uint64_t now_ns)
+{
+	send_more();
+	return poll(now_ns);
+}
+
+int RpOp::poll(std::uint64_t now_ns)
+{
+	if (ended_)
+		return out_.result;
+	for (Piece &pc : pieces_) {
+		if (pc.state == State::InFlight && area_.tag(pc.slot) == pc.tag) {
+			answered(pc, now_ns);
+		} else if (pc.state == State::Backoff) {
+			if (error_ != 0) { // not resent after an error
+				area_.slots().give(pc.slot);
+				pc.state = State::Done;
+				--in_flight_;
+			} else if (now_ns >= pc.resend_ns && now_ns < deadline_ns_ && !submit(pc)) {
+				area_.slots().give(pc.slot);
+				pc.state = State::Done;
+				--in_flight_;
+			}
+		}
+	}
+	send_more();
+	if (const int rc = finish_if_done(); rc != 1)
+		return rc;
+	if (now_ns >= deadline_ns_) {
+		fail(-ETIMEDOUT, 0);
+		abandon(error_);
+		return out_.result;
+	}
+	return 1;
+}
+
+int RpOp::finish_if_done()
+{
+	if (in_flight_ != 0)
+		return 1;
+	if (error_ == 0 && next_unsent_ < pieces_.size())
+		return 1;
+	end(error_);
+	return out_.result;
+}
+
+void RpOp::end(int rc)
+{
+	ended_ = true;
+	out_.result = rc;
+}
+
+void RpOp::abandon(int rc)
+{
+	for (Piece &pc : pieces_) {
+		if (pc.state == State::InFlight)
+			area_.slots().retire(pc.slot); // a late answer may still come
+		else if (pc.state == State::Backoff)
+			area_.slots().give(pc.slot);   // answered (RP_FULL): nothing will come
+		pc.state = State::Done;
+	}
+	in_flight_ = 0;
+	end(rc);
+}
+
+void RpOp::cancel()
+{
+	if (!ended_)
+		abandon(-ECANCELED);
+}
+
+} // namespace tca

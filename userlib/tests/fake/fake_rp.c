@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake driver's read proxy (EXPORT, UNEXPORT, RP_SUBMIT). Exports live
+ * in a shared file per node ($TCA_FAKE_DIR/exports<n>), so another process
+ * (node) can serve a request against them: the *requester's* fake answers
+ * it, inside the ioctl (or, with a delay set, from a thread), by copying
+ * from the target's memory (every node's memory is in the window mapping)
+ * to the reply buffer and writing the completion record, its tag last.
+ * Checks as the design says: export id, key, the operation allowed, the
+ * exporter alive (its pid), the range inside the export, the DMA alignment
+ * of reply and addr, CAS/FAA 8 bytes 8-aligned.
+ *
+ * Test controls (called through weak symbols by the tests, which run with
+ * this library preloaded): fake_rp_control("full", n) answers the next n
+ * requests RP_FULL as a full ring would; ("drop", n) never answers the next
+ * n; ("delay_us", d) answers after d µs from a thread; ("reset", 0).
+ * fake_rp_log() returns the submissions seen (the last FAKE_RP_LOG).
+ * What it cannot model: replay checks, timing, the ring, interrupts.
+ */
+#define _GNU_SOURCE
+#include "fake_peach2.h"
+
+#include <peach2/peach2_hw.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAKE_EXPORTS 64
+#define FAKE_RP_LOG  4096
+
+struct fake_export {
+	uint32_t id;            /* 0: free; written last */
+	uint32_t key;
+	uint32_t flags;
+	int32_t pid;            /* exporter */
+	uint32_t buf;           /* exporter's buffer handle */
+	uint32_t nr;            /* chunks of the buffer */
+	uint64_t offset, len;   /* exported range of the buffer */
+	struct peach2_chunk chunk[MAX_PIECES];
+};
+
+struct fake_export_table {
+	uint32_t next_id;
+	uint32_t pad;
+	struct fake_export e[FAKE_EXPORTS];
+};
+
+static struct fake_export_table *tables[PEACH2_MAX_NODES];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t last_seq;
+static long ctl_full, ctl_drop, ctl_delay_us;
+static struct peach2_rp_submit rp_log[FAKE_RP_LOG];
+static unsigned rp_log_n;
+
+static struct fake_export_table *table(uint32_t node)
+{
+	if (node >= PEACH2_MAX_NODES)
+		return NULL;
+	if (!tables[node]) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/exports%u", getenv("TCA_FAKE_DIR"), node);
+		int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return NULL;
+		if (ftruncate(fd, sizeof(struct fake_export_table)) != 0) {
+			close(fd);
+			return NULL;
+		}
+		void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct fake_export_table),
+					  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p == MAP_FAILED)
+			return NULL;
+		tables[node] = p;
+	}
+	return tables[node];
+}
+
+static int alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static int do_export(struct peach2_export *x)
+{
+	struct fake_export_table *t = table(node_id);
+	if (!t)
+		return -EIO;
+	if (x->reserved[0] || x->reserved[1] || !x->flags || (x->flags & ~PEACH2_EXPORT_FLAGS_ALL))
+		return -EINVAL;
+	if (!x->handle || x->handle > nr_allocs)
+		return -ENOENT;
+	const struct fake_alloc *a = &allocs[x->handle - 1];
+	uint64_t end;
+	if (!x->len || __builtin_add_overflow(x->offset, x->len, &end) || end > a->size)
+		return -EINVAL;
+	for (unsigned i = 0; i < FAKE_EXPORTS; ++i) {
+		struct fake_export *e = &t->e[i];
+		if (e->id && alive(e->pid))
+			continue;
+		memset(e, 0, sizeof *e);
+		e->key = (uint32_t)random() ^ (uint32_t)getpid() << 8;
+		e->flags = x->flags;
+		e->pid = getpid();
+		e->buf = x->handle;
+		e->nr = a->nr;
+		e->offset = x->offset;
+		e->len = x->len;
+		memcpy(e->chunk, a->chunk, a->nr * sizeof a->chunk[0]);
+		uint32_t id = ++t->next_id;
+		if (!id)
+			id = ++t->next_id;
+		__atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
+		x->export_id = id;
+		x->key = e->key;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static int do_unexport(const struct peach2_unexport *u)
+{
+	struct fake_export_table *t = table(node_id);
+	if (!t || u->flags)
+		return -EINVAL;
+	for (unsigned i = 0; i < FAKE_EXPORTS; ++i)
+		if (u->export_id && t->e[i].id == u->export_id && t->e[i].pid == getpid()) {
+			__atomic_store_n(&t->e[i].id, 0, __ATOMIC_RELEASE);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void fake_rp_revoke(uint32_t buf)
+{
+	struct fake_export_table *t = tables[node_id];
+	for (unsigned i = 0; t && i < FAKE_EXPORTS; ++i)
+		if (t->e[i].id && t->e[i].pid == getpid() && (!buf || t->e[i].buf == buf))
+			__atomic_store_n(&t->e[i].id, 0, __ATOMIC_RELEASE);
+}
+
+/* The chunk of @a holding byte @off, or NULL. */
+static const struct peach2_chunk *chunk_of(const struct peach2_chunk *c, uint32_t nr, uint64_t off)
+{
+	for (uint32_t k = 0; k < nr; ++k)
+		if (off >= c[k].offset && off < c[k].offset + c[k].len)
+			return &c[k];
+	return NULL;
+}
+
+/* Byte @off of a buffer with chunks @c, in the window mapping. */
+static unsigned char *byte_at(const struct peach2_chunk *c, uint32_t nr, uint64_t off, uint64_t *room)
+{
+	const struct peach2_chunk *k = chunk_of(c, nr, off);
+	if (!k)
+		return NULL;
+	if (room)
+		*room = k->offset + k->len - off;
+	return fake_window + k->global_addr + (off - k->offset);
+}
+
+/* The target's answer (status) to request @s from this node; copies READ data. */
+static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
+{
+	struct fake_export_table *t = table(s->node);
+	const struct fake_export *e = NULL;
+	for (unsigned i = 0; t && i < FAKE_EXPORTS; ++i)
+		if (s->export_id && __atomic_load_n(&t->e[i].id, __ATOMIC_ACQUIRE) == s->export_id)
+			e = &t->e[i];
+	const uint32_t need = s->op == PEACH2_RP_OP_READ ? PEACH2_EXPORT_READ : PEACH2_EXPORT_ATOMIC;
+	if (!e || e->key != s->key || !(e->flags & need) || !alive(e->pid))
+		return PEACH2_ERR_RP_NOT_EXPORTED;
+	/* addr -> buffer offset through the chunk that holds it */
+	uint64_t boff = ~0ull;
+	for (uint32_t k = 0; k < e->nr; ++k) {
+		uint64_t bus = PEACH2_ADDR_OFFSET(e->chunk[k].global_addr);
+		if (s->addr >= bus && s->addr < bus + e->chunk[k].len)
+			boff = e->chunk[k].offset + (s->addr - bus);
+	}
+	if (boff == ~0ull || boff < e->offset || boff + s->len > e->offset + e->len)
+		return PEACH2_ERR_RP_RANGE;
+	if (s->op != PEACH2_RP_OP_READ) {
+		if (s->addr % 8)
+			return PEACH2_ERR_RP_BAD_REQUEST;
+		uint64_t *w = (uint64_t *)byte_at(e->chunk, e->nr, boff, NULL);
+		if (s->op == PEACH2_RP_OP_CAS) {
+			uint64_t expect = s->operand[0];
+			__atomic_compare_exchange_n(w, &expect, s->operand[1], 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			*value = expect;
+		} else {
+			*value = __atomic_fetch_add(w, s->operand[0], __ATOMIC_SEQ_CST);
+		}
+		return 0;
+	}
+	const struct fake_alloc *r = &allocs[s->reply_handle - 1];
+	const struct peach2_chunk *rc = chunk_of(r->chunk, r->nr, s->reply_offset);
+	const uint64_t reply_bus = PEACH2_ADDR_OFFSET(rc->global_addr) + (s->reply_offset - rc->offset);
+	if ((reply_bus ^ s->addr) & 15)
+		return PEACH2_ERR_DMA_ALIGN;
+	for (uint64_t done = 0; done < s->len;) {
+		uint64_t room = 0;
+		const unsigned char *src = byte_at(e->chunk, e->nr, boff + done, &room);
+		uint64_t n = s->len - done < room ? s->len - done : room;
+		memcpy(fake_window + rc->global_addr + (s->reply_offset - rc->offset) + done, src, n);
+		done += n;
+	}
+	return 0;
+}
+
+static void complete(const struct peach2_rp_submit *s, uint32_t status, uint64_t value)
+{
+	const struct fake_alloc *c = &allocs[s->cpl_handle - 1];
+	struct peach2_rp_cpl *rec = (struct peach2_rp_cpl *)byte_at(c->chunk, c->nr, s->cpl_offset, NULL);
+	struct peach2_rp_cpl head = {0};
+	head.value = value;
+	head.status = status;
+	head.len = status == 0 && s->op == PEACH2_RP_OP_READ ? s->len : 0;
+	memcpy(rec, &head, 24);
+	__atomic_store_n(&rec->tag, s->tag, __ATOMIC_RELEASE);
+}
+
+static void answer(const struct peach2_rp_submit *s, int full)
+{
+	uint64_t value = 0;
+	uint32_t status = full ? PEACH2_ERR_RP_FULL : serve(s, &value);
+	complete(s, status, value);
+}
+
+struct delayed {
+	struct peach2_rp_submit s;
+	long delay_us;
+	int full;
+};
+
+static void *delayed_answer(void *arg)
+{
+	struct delayed *d = arg;
+	struct timespec ts = {d->delay_us / 1000000, (d->delay_us % 1000000) * 1000};
+	nanosleep(&ts, NULL);
+	answer(&d->s, d->full);
+	free(d);
+	return NULL;
+}
+
+/* In one chunk of buffer @h: 0 or -errno. */
+static int in_chunk(uint32_t h, uint64_t off, uint64_t len)
+{
+	if (!h || h > nr_allocs)
+		return -ENOENT;
+	const struct fake_alloc *a = &allocs[h - 1];
+	const struct peach2_chunk *c = chunk_of(a->chunk, a->nr, off);
+	return c && off + len <= c->offset + c->len ? 0 : -EINVAL;
+}
+
+static int do_submit(struct peach2_rp_submit *s)
+{
+	if (s->flags || s->reserved[0] || s->reserved[1])
+		return -EINVAL;
+	if (s->op == PEACH2_RP_OP_READ) {
+		if (s->len < 4 || s->len > PEACH2_RP_MAX_LEN || s->len % 4)
+			return -EINVAL;
+		int rc = in_chunk(s->reply_handle, s->reply_offset, s->len);
+		if (rc)
+			return rc;
+	} else if (s->op == PEACH2_RP_OP_CAS || s->op == PEACH2_RP_OP_FAA) {
+		if (s->len != 8 || s->reply_handle || s->reply_offset)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	if (s->cpl_offset % 32)
+		return -EINVAL;
+	int rc = in_chunk(s->cpl_handle, s->cpl_offset, 32);
+	if (rc)
+		return rc;
+	if (s->node >= node_count)
+		return -ENXIO;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	pthread_mutex_lock(&lock);
+	last_seq = now > last_seq ? now : last_seq + 1;
+	s->tag = last_seq;
+	rp_log[rp_log_n++ % FAKE_RP_LOG] = *s;
+	int full = 0, drop = 0;
+	long delay = ctl_delay_us;
+	if (ctl_drop > 0) {
+		--ctl_drop;
+		drop = 1;
+	} else if (ctl_full > 0) {
+		--ctl_full;
+		full = 1;
+	}
+	pthread_mutex_unlock(&lock);
+	if (drop)
+		return 0;
+	if (delay <= 0) {
+		answer(s, full);
+		return 0;
+	}
+	struct delayed *d = malloc(sizeof *d);
+	pthread_t th;
+	if (!d)
+		return -ENOMEM;
+	d->s = *s;
+	d->delay_us = delay;
+	d->full = full;
+	if (pthread_create(&th, NULL, delayed_answer, d) != 0) {
+		free(d);
+		return -EAGAIN;
+	}
+	pthread_detach(th);
+	return 0;
+}
+
+int fake_is_rp_ioctl(unsigned long req)
+{
+	return req == PEACH2_IOC_EXPORT || req == PEACH2_IOC_UNEXPORT || req == PEACH2_IOC_RP_SUBMIT;
+}
+
+int fake_rp_ioctl(unsigned long req, void *arg)
+{
+	if (!fake_window)
+		return -EIO;
+	if (req == PEACH2_IOC_EXPORT)
+		return do_export(arg);
+	if (req == PEACH2_IOC_UNEXPORT)
+		return do_unexport(arg);
+	return do_submit(arg);
+}
+
+/* ---- test controls ---- */
+void fake_rp_control(const char *what, long value)
+{
+	pthread_mutex_lock(&lock);
+	if (!strcmp(what, "full"))
+		ctl_full = value;
+	else if (!strcmp(what, "drop"))
+		ctl_drop = value;
+	else if (!strcmp(what, "delay_us"))
+		ctl_delay_us = value;
+	else if (!strcmp(what, "reset")) {
+		ctl_full = ctl_drop = ctl_delay_us = 0;
+		rp_log_n = 0;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Copies up to @max logged submissions (oldest first) to @out; returns how many were logged. */
+unsigned fake_rp_log(struct peach2_rp_submit *out, unsigned max)
+{
+	pthread_mutex_lock(&lock);
+	unsigned n = rp_log_n < FAKE_RP_LOG ? rp_log_n : FAKE_RP_LOG;
+	for (unsigned i = 0; i < n && i < max; ++i)
+		out[i] = rp_log[(rp_log_n - n + i) % FAKE_RP_LOG];
+	unsigned total = rp_log_n;
+	pthread_mutex_unlock(&lock);
+	return total;
+}
