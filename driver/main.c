@@ -98,6 +98,13 @@ static const char * const peach2_err_names[PEACH2_ERR_NR_CODES] = {
 	[PEACH2_ERR_DMA_READ] = "DMA_READ",
 	[PEACH2_ERR_DMA_BUSY] = "DMA_BUSY",
 	[PEACH2_ERR_DMA_ABORTED] = "DMA_ABORTED",
+	[PEACH2_ERR_RP_FULL] = "RP_FULL",
+	[PEACH2_ERR_RP_OFF] = "RP_OFF",
+	[PEACH2_ERR_RP_BAD_REQUEST] = "RP_BAD_REQUEST",
+	[PEACH2_ERR_RP_NOT_EXPORTED] = "RP_NOT_EXPORTED",
+	[PEACH2_ERR_RP_RANGE] = "RP_RANGE",
+	[PEACH2_ERR_RP_REPLAY] = "RP_REPLAY",
+	[PEACH2_ERR_RP_BAD_PACKET] = "RP_BAD_PACKET",
 };
 
 const char *peach2_err_name(u32 code)
@@ -527,6 +534,15 @@ static void peach2_remove(struct pci_dev *pdev)
 	cdev_device_del(&p2->cdev, &p2->dev);
 
 	/*
+	 * The read proxy first, while the card is still alive for everyone:
+	 * the ring is disabled (requests get RP_OFF from the card), the
+	 * reply in flight ends, queued entries are answered RP_OFF. Replies
+	 * land only in registered buffers, and a buffer freed meanwhile is
+	 * still taken out of the inbound filter (that needs !dead).
+	 */
+	peach2_rp_remove(p2);
+
+	/*
 	 * Faults and hardware-touching ioctls hold the lock for reading:
 	 * once we have it, none is in flight and every later one sees dead
 	 * (and queues no DMA run). Then stop the DMA channels: every run
@@ -538,7 +554,6 @@ static void peach2_remove(struct pci_dev *pdev)
 	down_write(&p2->lock);
 	WRITE_ONCE(p2->dead, true);
 	up_write(&p2->lock);
-	peach2_rp_remove(p2);
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
 	unmap_mapping_range(p2->inode->i_mapping, 0, 0, 1);

@@ -131,6 +131,7 @@ struct peach2_rp_stats {
 /* The read proxy (rproxy.c). */
 struct peach2_rp {
 	bool present;			/* the card has it; set up at probe */
+	bool enabled;			/* the ring was opened (RP_CTRL) */
 
 	/*
 	 * Exports: id -> struct peach2_exp. The xarray lock protects the
@@ -151,6 +152,12 @@ struct peach2_rp {
 	u32 ring_entries;
 	u32 head;			/* entries consumed (free running) */
 	u64 last_seq_rx[PEACH2_MAX_NODES]; /* per source node */
+	/*
+	 * Protects @stopping and orders the writes of RP_HEAD (thread) and
+	 * of RP_CTRL = 0 (remove, wedged): HEAD is written only while the
+	 * ring is enabled (else the card counts BAD_COMMAND).
+	 */
+	spinlock_t ring_lock;
 	bool stopping;			/* remove(): serve nothing more */
 	bool wedged;			/* the proxy channel ignored ABORT */
 	struct peach2_buf *stuck_buf;	/* held while the card may read it */

@@ -705,40 +705,53 @@ static u32 peach2_rp_run(struct peach2_dev *p2)
 	return code;
 }
 
+/*
+ * Copy ring entry @entry out (whatever the card does to it later, we check
+ * this copy). False if it names nobody to answer: the card checked src_node
+ * and cpl, so this does not happen.
+ */
+static bool peach2_rp_fetch(struct peach2_dev *p2, const void *entry,
+			    struct peach2_rp_req *r)
+{
+	struct peach2_rp_req_le le;
+
+	memcpy(&le, entry, sizeof(le));
+	r->op = le.op;
+	r->version = le.version;
+	r->src_node = le16_to_cpu(le.src_node);
+	r->export_id = le32_to_cpu(le.export_id);
+	r->key = le32_to_cpu(le.key);
+	r->len = le32_to_cpu(le.len);
+	r->addr = le64_to_cpu(le.addr);
+	r->seq = le64_to_cpu(le.seq);
+	r->reply = le64_to_cpu(le.reply);
+	r->cpl = le64_to_cpu(le.cpl);
+	r->operand[0] = le64_to_cpu(le.operand[0]);
+	r->operand[1] = le64_to_cpu(le.operand[1]);
+
+	if (r->src_node >= p2->node_count ||
+	    r->cpl % sizeof(struct peach2_rp_cpl_le) ||
+	    r->cpl > p2->host_size - sizeof(struct peach2_rp_cpl_le)) {
+		dev_warn_ratelimited(&p2->pdev->dev, "read-proxy entry from node %u with completion at %#llx: not answerable, dropped\n",
+				     r->src_node, r->cpl);
+		atomic64_inc(&p2->rp.stats.refused_bad_request);
+		return false;
+	}
+	return true;
+}
+
 /* Serve one ring entry. */
 static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct device *dev = &p2->pdev->dev;
 	struct peach2_buf *buf = NULL;
-	struct peach2_rp_req_le le;
 	struct peach2_rp_req r;
 	u32 status, code;
 	u64 value = 0, off = 0;
 
-	/* One copy: whatever the card does to the entry, we check this one. */
-	memcpy(&le, entry, sizeof(le));
-	r.op = le.op;
-	r.version = le.version;
-	r.src_node = le16_to_cpu(le.src_node);
-	r.export_id = le32_to_cpu(le.export_id);
-	r.key = le32_to_cpu(le.key);
-	r.len = le32_to_cpu(le.len);
-	r.addr = le64_to_cpu(le.addr);
-	r.seq = le64_to_cpu(le.seq);
-	r.reply = le64_to_cpu(le.reply);
-	r.cpl = le64_to_cpu(le.cpl);
-	r.operand[0] = le64_to_cpu(le.operand[0]);
-	r.operand[1] = le64_to_cpu(le.operand[1]);
-
-	/* The card checked these; without them there is nobody to answer. */
-	if (r.src_node >= p2->node_count || r.cpl % sizeof(struct peach2_rp_cpl_le) ||
-	    r.cpl > p2->host_size - sizeof(struct peach2_rp_cpl_le)) {
-		dev_warn_ratelimited(dev, "read-proxy entry from node %u with completion at %#llx: not answerable, dropped\n",
-				     r.src_node, r.cpl);
-		atomic64_inc(&rp->stats.refused_bad_request);
+	if (!peach2_rp_fetch(p2, entry, &r))
 		return;
-	}
 
 	status = peach2_rp_check(p2, &r, &buf, &off);
 	if (!status && r.op != PEACH2_RP_OP_READ)
@@ -777,7 +790,9 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 		 * switched off bus mastering. Requests from now on get RP_OFF
 		 * from the card itself.
 		 */
+		spin_lock(&rp->ring_lock);
 		writel(0, p2->regs + PEACH2_REG_RP_CTRL);
+		spin_unlock(&rp->ring_lock);
 		rp->stuck_buf = buf;
 		return;
 	}
@@ -811,7 +826,10 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 		rp->head++;
 	}
 	/* The card raises the interrupt again if entries remain. */
-	writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
+	spin_lock(&rp->ring_lock);
+	if (!rp->stopping && !rp->wedged)
+		writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
+	spin_unlock(&rp->ring_lock);
 	return IRQ_HANDLED;
 }
 
@@ -821,6 +839,37 @@ static irqreturn_t peach2_rp_dma_irq(int irq, void *data)
 
 	complete(&p2->rp.dma_done);
 	return IRQ_HANDLED;
+}
+
+/*
+ * remove(): answer what is still queued with RP_OFF (the ring is disabled
+ * and the thread is gone), so that no requester waits for an answer that
+ * will never come. Stops at the first reply that fails.
+ */
+static void peach2_rp_drain(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_req r;
+	u32 tail, avail, n;
+
+	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
+	avail = tail - rp->head;
+	if (avail > rp->ring_entries)
+		return;
+	dma_rmb();
+	for (n = 0; n < avail; n++, rp->head++) {
+		if (!peach2_rp_fetch(p2, rp->ring + (rp->head & (rp->ring_entries - 1)) *
+				     PEACH2_RP_ENTRY_SIZE, &r))
+			continue;
+		peach2_rp_build(p2, &r, NULL, 0, PEACH2_ERR_RP_OFF, 0);
+		if (peach2_rp_run(p2)) {
+			atomic64_inc(&rp->stats.reply_errors);
+			break;
+		}
+	}
+	if (n)
+		dev_info(&p2->pdev->dev, "read proxy: %u queued requests answered RP_OFF\n",
+			 n);
 }
 
 /* ---- probe / remove ------------------------------------------------------ */
@@ -833,6 +882,7 @@ void peach2_rp_init(struct peach2_dev *p2)
 	xa_init_flags(&rp->exports, XA_FLAGS_ALLOC1);
 	atomic_set(&rp->nr_exports, 0);
 	spin_lock_init(&rp->tx_lock);
+	spin_lock_init(&rp->ring_lock);
 	init_completion(&rp->dma_done);
 }
 
@@ -933,8 +983,8 @@ int peach2_rp_probe(struct peach2_dev *p2)
 	writel(rp->ring_entries, regs + PEACH2_REG_RP_RING_SIZE);
 	writel(lower_32_bits(rp->ring_dma), regs + PEACH2_REG_RP_BASE_LO);
 	writel(upper_32_bits(rp->ring_dma), regs + PEACH2_REG_RP_BASE_HI);
-	rp->head = readl(regs + PEACH2_REG_RP_TAIL);
-	writel(rp->head, regs + PEACH2_REG_RP_HEAD);
+	/* HEAD = TAIL = 0 when the ring is enabled (peach2_rp_enable()). */
+	rp->head = 0;
 	writel(PEACH2_INT_RP, regs + PEACH2_REG_INT_STATUS);
 
 	snprintf(rp->dma_irq_name, sizeof(rp->dma_irq_name), "%s-rpdma",
@@ -986,15 +1036,18 @@ void peach2_rp_enable(struct peach2_dev *p2)
 	if (!p2->rp.present)
 		return;
 	p2->rp.head = 0;
+	p2->rp.enabled = true;
 	writel(PEACH2_RP_ENABLE, p2->regs + PEACH2_REG_RP_CTRL);
 }
 
 /*
- * remove() (p2->dead is set; registers still mapped): close the ring (the
- * card answers RP_OFF from now on), let the serving thread finish the
+ * remove() (before p2->dead is set), or probe unwinding: close the ring
+ * (the card answers RP_OFF from now on), let the serving thread finish the
  * reply in flight (it gives up after rp_timeout_ms without progress and
- * aborts), release the vectors and the memory. Exports stay until their
- * files are closed; requests can no longer reach them.
+ * aborts), answer the entries still queued with RP_OFF, release the
+ * vectors and the memory. Until dead is set, RP_SUBMIT still sends (to
+ * this node: RP_OFF from the card). Exports stay until their files are
+ * released; requests can no longer reach them.
  */
 void peach2_rp_remove(struct peach2_dev *p2)
 {
@@ -1003,10 +1056,14 @@ void peach2_rp_remove(struct peach2_dev *p2)
 
 	if (!rp->present)
 		return;
+	spin_lock(&rp->ring_lock);
+	rp->stopping = true;
 	writel(0, p2->regs + PEACH2_REG_RP_CTRL);
-	WRITE_ONCE(rp->stopping, true);
+	spin_unlock(&rp->ring_lock);
 	free_irq(rp->irq, p2);		/* waits for the thread */
 	rp->irq = 0;
+	if (rp->enabled && !rp->wedged)
+		peach2_rp_drain(p2);
 	free_irq(rp->dma_irq, p2);
 	rp->dma_irq = 0;
 
@@ -1022,7 +1079,6 @@ void peach2_rp_remove(struct peach2_dev *p2)
 		peach2_buf_put(rp->stuck_buf);
 		rp->stuck_buf = NULL;
 	}
-	rp->present = false;
 }
 
 /* sysfs `rproxy`: "name value" lines. */

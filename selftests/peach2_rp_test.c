@@ -10,8 +10,11 @@
  *
  * Needs a PEACH2 card with a read proxy and peach2.ko (ABI >= 3), and root.
  * It fails (never skips) without them. PEACH2_DEV=/dev/peach2-1 picks another
- * card. Some checks read the device-wide sysfs `rproxy` counters: run the
- * suite while nothing else uses the read proxy of this node.
+ * card. PEACH2_TEST_UNBIND=1 also unbinds the driver with requests queued
+ * (and binds it again); without it that one test SKIPs, as in the other
+ * suites (the VM tests always set it). Some checks read the device-wide
+ * sysfs `rproxy` counters: run the suite while nothing else uses the read
+ * proxy of this node.
  */
 #include "peach2_selftest.h"
 
@@ -1110,6 +1113,102 @@ TEST_F(rp, close_revokes_for_requesters)
 		    self->cpl.a.handle, 0);
 	expect_refused(_metadata, self, &s, PEACH2_ERR_RP_NOT_EXPORTED,
 		       "after the exporter's close()");
+}
+
+/* ---- unbind ----------------------------------------------------------------- */
+
+/*
+ * Unbind the driver with a flood of requests to this node queued and in
+ * flight (remove() disables the ring, finishes the reply in flight and
+ * answers the rest RP_OFF), then bind it again: it must come back with an
+ * empty export table and serve again. The records cannot be checked after
+ * the unbind (remove() zaps every mapping of the card): answers from the
+ * drain are seen only by other nodes. Opt-in, as in the other suites.
+ */
+TEST_F(rp, unbind_with_requests_queued)
+{
+	uint32_t id, key, bid, bkey;
+	struct peach2_rp_submit s;
+	struct peach2_rp_cpl c;
+	uint64_t rlen, bbus;
+	struct rbuf big, reply;
+	char pci[64];
+	double end;
+	int fd2, i;
+
+	if (!getenv("PEACH2_TEST_UNBIND") ||
+	    strcmp(getenv("PEACH2_TEST_UNBIND"), "1"))
+		SKIP(return, "set PEACH2_TEST_UNBIND=1 to unbind/rebind the driver");
+	ASSERT_EQ(0, card_pci_addr(pci, sizeof(pci)));
+
+	/* Big READs first keep the serving thread busy; the ring fills. */
+	ASSERT_EQ(0, rbuf_alloc(self->fd, 8 * MIB, &big));
+	ASSERT_EQ(0, rbuf_alloc(self->fd, PEACH2_RP_MAX_LEN, &reply));
+	rlen = chunk_len_at(self->fd, reply.a.handle, 0);
+	ASSERT_LT(0ULL, rlen);
+	ASSERT_EQ(0, do_export(self->fd, big.a.handle, 0, 8 * MIB,
+			       PEACH2_EXPORT_READ, &bid, &bkey));
+	ASSERT_EQ(0, bus_of(self->fd, &self->info, big.a.handle, 0, &bbus,
+			    NULL));
+	for (i = 0; i < 8; i++) {
+		s = rp_read(self->me, bid, bkey, bbus, (uint32_t)rlen,
+			    reply.a.handle, 0, self->cpl.a.handle,
+			    CPL_SIZE - 32 * (i + 1));
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+	}
+	fill(self->src.p, BUF_SIZE, 11);
+	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, BUF_SIZE,
+			       PEACH2_EXPORT_READ, &id, &key));
+	for (i = 0; i < 64; i++) {
+		s = rp_read(self->me, id, key, self->src_bus + 16 * (i % 64),
+			    BUF_SIZE / 2, self->dst.a.handle, 16 * (i % 64),
+			    self->cpl.a.handle, 32 * i);
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+	}
+	/* At once: the thread is still busy with the big ones. */
+	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/unbind", pci));
+
+	/* Dead card: ENODEV, also for the proxy's ioctls. */
+	ASSERT_EQ(ENODEV, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+	ASSERT_EQ(ENODEV, do_export(self->fd, self->src.a.handle, 0, 4096,
+				    PEACH2_EXPORT_READ, NULL, NULL));
+	ASSERT_EQ(ENODEV, do_unexport(self->fd, id));
+
+	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/bind", pci));
+	end = now_s() + 10;
+	while ((fd2 = open(dev_path(), O_RDWR | O_CLOEXEC)) < 0 &&
+	       now_s() < end)
+		usleep(50000);
+	ASSERT_LE(0, fd2);
+
+	/* Our old file, buffers and exports are gone with the old binding. */
+	rbuf_free(self->fd, &big);
+	rbuf_free(self->fd, &reply);
+	rbuf_free(self->fd, &self->src);
+	rbuf_free(self->fd, &self->dst);
+	rbuf_free(self->fd, &self->cpl);
+	close(self->fd);
+	self->fd = fd2;
+	ASSERT_EQ(0, xioctl(fd2, PEACH2_IOC_INFO, &self->info));
+	ASSERT_EQ(0, rp_counter("exports"));
+	ASSERT_EQ(0, rp_counter("reply_errors"));
+
+	/* It serves again (seq keeps increasing across the reload). */
+	ASSERT_EQ(0, rbuf_alloc(fd2, BUF_SIZE, &self->src));
+	ASSERT_EQ(0, rbuf_alloc(fd2, BUF_SIZE, &self->dst));
+	ASSERT_EQ(0, rbuf_alloc(fd2, CPL_SIZE, &self->cpl));
+	ASSERT_EQ(0, bus_of(fd2, &self->info, self->src.a.handle, 0,
+			    &self->src_bus, NULL));
+	fill(self->src.p, BUF_SIZE, 12);
+	ASSERT_EQ(0, do_export(fd2, self->src.a.handle, 0, BUF_SIZE,
+			       PEACH2_EXPORT_READ | PEACH2_EXPORT_ATOMIC, &id,
+			       &key));
+	s = rp_read(self->me, id, key, self->src_bus, 4096, self->dst.a.handle,
+		    0, self->cpl.a.handle, 0);
+	ASSERT_EQ(0, rp_do(fd2, &s, self->cpl.p, &c));
+	ASSERT_EQ(0U, c.status);
+	ASSERT_EQ(0, memcmp(self->dst.p, self->src.p, 4096));
+	ASSERT_EQ(0, do_unexport(fd2, id));
 }
 
 /* ---- sysfs ------------------------------------------------------------------ */
