@@ -171,8 +171,8 @@ struct peach2_dma_wait {
  * Exporting makes a range of one of this fd's buffers readable (and/or open
  * to 64-bit atomics) by any node, through the target-side driver's read
  * proxy: no process on this node takes part in serving requests. An export
- * ends with PEACH2_IOC_UNEXPORT, when its buffer is freed, or when the fd is
- * closed; a request that arrives later is refused (RP_NOT_EXPORTED). A
+ * ends with PEACH2_IOC_UNEXPORT, when its buffer is freed, or when the file
+ * is released (its last close and last mapping); a request that arrives later is refused (RP_NOT_EXPORTED). A
  * request already being served keeps the memory alive until its reply is
  * sent.
  */
@@ -201,9 +201,12 @@ struct peach2_unexport {
  * byte cpl_offset of buffer cpl_handle, with tag == the `tag` returned here.
  * Both the reply range (READ) and the completion record must lie inside
  * this fd's buffers, each inside one physically contiguous chunk; the
- * record 32-byte aligned. Errors: -EINVAL (fields), -ENXIO (node not in
- * the sub-cluster), -EHOSTUNREACH (no route / link down: nothing was sent),
- * -ENODEV (card gone). `node` may be this node. */
+ * record 32-byte aligned; operands not used by the op must be 0. The
+ * target checks `addr` (and the READ alignment rule) and answers in the
+ * record. Errors: -EINVAL (fields), -ENOENT (no such buffer handle), -ENXIO
+ * (node not in the sub-cluster), -EHOSTUNREACH (no route / link down:
+ * nothing was sent), -EOPNOTSUPP (card without a read proxy), -ENODEV (card
+ * gone). `node` may be this node. */
 struct peach2_rp_submit {
 	__u32 node;           /* in: target node */
 	__u32 op;             /* in: enum peach2_rp_op */
