@@ -7,7 +7,7 @@
 # small chunks so that writes cross chunk boundaries, and the DMA programs
 # (the fake copies inside the ioctl: no timing, but every byte checked).
 set -eu
-fake=$1 pingpong=$2 piocheck=$3 dmabench=$4 dmacheck=$5
+fake=$1 pingpong=$2 piocheck=$3 dmabench=$4 dmacheck=$5 rpcheck=$6
 dir=$(mktemp -d /dev/shm/tca-e2e.XXXXXX 2>/dev/null || mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TCA_FAKE_DIR=$dir TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0
@@ -84,6 +84,33 @@ pair dmac 0 "$dmacheck" recv --peer 1 -- "$dmacheck" send --peer 0 --count 100
 expect "$dir/dmac.0" "dma_check recv: PASS: 400 transfers"
 expect "$dir/dmac.1" "dma_check send: PASS: 400 transfers"
 cat "$dir/dmac.1"
+
+# Read proxy: node 1 gets from and adds to what node 0 exports; node 0's
+# server only sleeps (the fake answers inside the requester's ioctl).
+export TCA_FAKE_CHUNK=262144
+(set +e; TCA_FAKE_NODE=0 LD_PRELOAD=$fake "$rpcheck" serve --peer 1 --seed 9 --counter --rounds 3 \
+	--seconds 60 >"$dir/rps" 2>&1; echo $? >"$dir/rps.rc") &
+(set +e
+ TCA_FAKE_NODE=1 LD_PRELOAD=$fake "$rpcheck" get-verify --peer 0 --seed 9 --iters 200 >"$dir/rpf" 2>&1 \
+	|| echo "e2e: FAIL: get-verify" >>"$dir/rpf"
+ TCA_FAKE_NODE=1 LD_PRELOAD=$fake "$rpcheck" faa --peer 0 --seed 9 --count 300 >>"$dir/rpf" 2>&1 \
+	|| echo "e2e: FAIL: faa" >>"$dir/rpf"
+ TCA_FAKE_NODE=1 LD_PRELOAD=$fake "$rpcheck" get-verify --peer 0 --seed 9 --iters 100 --inflight 8 >>"$dir/rpf" 2>&1 \
+	|| echo "e2e: FAIL: get-verify --inflight" >>"$dir/rpf")
+wait
+if grep -q FAIL "$dir/rpf" || [ "$(cat "$dir/rps.rc")" != 0 ]; then cat "$dir/rps" "$dir/rpf"; exit 1; fi
+expect "$dir/rpf" "get-verify: 200 gets, .* bytes, 0 mismatches, 0 errors"
+expect "$dir/rpf" "faa: 300 adds of 1, first old=0, last old=299, counter now=300, monotonic=yes"
+expect "$dir/rps" "rp_check serve: counter=300"
+pair rpu 0 "$rpcheck" serve --peer 1 --unexport-after-ms 200 -- "$rpcheck" expect-refused --peer 0
+expect "$dir/rpu.1" "get refused: TCA_ENOTEXPORTED status=26 (RP_NOT_EXPORTED).*PASS"
+pair rpr 0 "$rpcheck" serve --peer 1 --export-len 4096 --whole-handle \
+	-- "$rpcheck" expect-refused --peer 0 --offset 8192 --expect remote:RP_RANGE
+pair rpk 0 "$rpcheck" serve --peer 1 --free-after-ms 100 -- "$rpcheck" expect-refused --peer 0
+pair rpx 0 "$rpcheck" serve --peer 1 --exit-after-ms 300 \
+	-- "$rpcheck" flood --peer 0 --seconds 1 --allow-refused --no-done
+expect "$dir/rpx.1" "flood: .* timeout=0 other=0"
+cat "$dir/rpf" "$dir/rpx.1"
 
 TCA_FAKE_NODE=0 LD_PRELOAD=$fake "$piocheck" info >"$dir/info" 2>&1
 expect "$dir/info" "node_id=0 node_count=2"

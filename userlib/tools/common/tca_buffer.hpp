@@ -26,6 +26,14 @@ public:
 		return rc;
 	}
 	unsigned char *get() const { return static_cast<unsigned char *>(p_); }
+	// Forgets the buffer without freeing it (the caller freed it).
+	void *release()
+	{
+		void *p = p_;
+		p_ = nullptr;
+		size_ = 0;
+		return p;
+	}
 	std::size_t size() const { return size_; }
 
 private:
