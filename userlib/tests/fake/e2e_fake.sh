@@ -7,7 +7,7 @@
 # small chunks so that writes cross chunk boundaries, and the DMA programs
 # (the fake copies inside the ioctl: no timing, but every byte checked).
 set -eu
-fake=$1 pingpong=$2 piocheck=$3 dmabench=$4 dmacheck=$5 rpcheck=$6
+fake=$1 pingpong=$2 piocheck=$3 dmabench=$4 dmacheck=$5 rpcheck=$6 getbench=$7
 dir=$(mktemp -d /dev/shm/tca-e2e.XXXXXX 2>/dev/null || mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TCA_FAKE_DIR=$dir TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0
@@ -111,6 +111,13 @@ pair rpx 0 "$rpcheck" serve --peer 1 --exit-after-ms 300 \
 	-- "$rpcheck" flood --peer 0 --seconds 1 --allow-refused --no-done
 expect "$dir/rpx.1" "flood: .* timeout=0 other=0"
 cat "$dir/rpf" "$dir/rpx.1"
+pair gb 0 "$getbench" --peer 1 --iters 20 --stream-bytes 4M --csv "$dir/gb.csv" \
+	-- "$getbench" --peer 0 --iters 20 --stream-bytes 4M
+expect "$dir/gb.0" "get_bench: PASS"
+expect "$dir/gb.0" "get 8 B / put 8 B latency"
+expect "$dir/gb.1" "server: done"
+[ "$(wc -l <"$dir/gb.csv")" = 25 ] || { echo "e2e: FAIL: get_bench csv"; cat "$dir/gb.csv"; exit 1; }
+cat "$dir/gb.0"
 
 TCA_FAKE_NODE=0 LD_PRELOAD=$fake "$piocheck" info >"$dir/info" 2>&1
 expect "$dir/info" "node_id=0 node_count=2"
