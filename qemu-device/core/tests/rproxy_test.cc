@@ -70,8 +70,8 @@ protected:
         r.seq = seq;
         r.reply = 0x2000;
         r.cpl = cpl;
-        r.operand[0] = 0x1111;
-        r.operand[1] = 0x2222;
+        r.operand[0] = 0x1111222233334444ull;
+        r.operand[1] = 0x5a5a5a5a00000000ull;  // every 32-bit half matters
         return r;
     }
     static void send(peach2_core* c, const peach2_rp_req& r, uint32_t node) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// `tca_rp_check faa` and `read-counter`: fetch-and-add on the server's
-// counter (serve --counter). faa checks that the old values it sees only
-// grow (other nodes may add in between, never subtract); read-counter
-// reads the counter with an add of 0.
+// `tca_rp_check faa`, `cas-check` and `read-counter`: atomics on the
+// server's counter (serve --counter). faa checks that the old values it sees
+// only grow (other nodes may add in between, never subtract); cas-check
+// checks that a CAS returns the old value and swaps only on a match;
+// read-counter reads the counter with an add of 0.
 #include "../common/report.hpp"
 #include "../common/spin.hpp"
 #include "common.hpp"
@@ -75,6 +76,46 @@ int cmd_faa(int argc, char **argv)
 		    o.count, o.add, first, prev, now, monotonic ? "yes" : "no", us);
 	say_done(o, s);
 	return monotonic ? 0 : 1;
+}
+
+int cmd_cas_check(int argc, char **argv)
+{
+	FaaOptions o;
+	if (parse(argc, argv, &o, false))
+		return 1;
+	Finalizer fin;
+	Served s;
+	if (!connect(o, &s))
+		return 1;
+	std::uint64_t v = 0, old = 0, now = 0;
+	bool pass = true;
+	const auto step = [&](const char *what, int rc, std::uint64_t got, std::uint64_t want) {
+		const bool ok = rc == 0 && got == want;
+		std::printf("cas-check: %s: rc=%d value=%" PRIu64 " expected %" PRIu64 ": %s\n", what, rc, got,
+			    want, ok ? "ok" : "WRONG");
+		pass &= ok;
+	};
+	// One call per statement: the value is read only after the call returned.
+	int rc = tcaFaa(&s.ctrl, kCounterOff, 0, &v);
+	step("read", rc, v, v);
+	// A compare that does not match: old value back, memory unchanged.
+	rc = tcaCas(&s.ctrl, kCounterOff, v + 1, 0xdead, &old);
+	step("cas mismatch", rc, old, v);
+	rc = tcaFaa(&s.ctrl, kCounterOff, 0, &now);
+	step("unchanged", rc, now, v);
+	// A compare that matches: old value back, memory swapped.
+	const std::uint64_t swap = v ^ 0x5a5a5a5a00000000ull;
+	rc = tcaCas(&s.ctrl, kCounterOff, v, swap, &old);
+	step("cas match", rc, old, v);
+	rc = tcaFaa(&s.ctrl, kCounterOff, 0, &now);
+	step("swapped", rc, now, swap);
+	rc = tcaCas(&s.ctrl, kCounterOff, swap, v, &old);
+	step("cas back", rc, old, swap);
+	rc = tcaFaa(&s.ctrl, kCounterOff, 0, &now);
+	step("restored", rc, now, v);
+	std::printf("cas-check: %s\n", pass ? "PASS" : "FAIL");
+	say_done(o, s);
+	return pass ? 0 : 1;
 }
 
 int cmd_read_counter(int argc, char **argv)

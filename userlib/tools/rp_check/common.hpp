@@ -54,6 +54,7 @@ struct Finalizer {
 int cmd_serve(int argc, char **argv);
 int cmd_get_verify(int argc, char **argv);
 int cmd_faa(int argc, char **argv);
+int cmd_cas_check(int argc, char **argv);
 int cmd_read_counter(int argc, char **argv);
 int cmd_expect_refused(int argc, char **argv);
 int cmd_flood(int argc, char **argv);

@@ -20,6 +20,7 @@ void usage(const char *prog)
 		"                [--inflight 1]\n"
 		"       %s faa --peer NODE [--count 1000] [--add 1]\n"
 		"       %s read-counter --peer NODE\n"
+		"       %s cas-check --peer NODE   (CAS mismatch/match on the counter, old values)\n"
 		"       %s expect-refused --peer NODE [--op get|cas|faa] [--expect notexported|remote:NAME|timeout]\n"
 		"                [--forge key|none] [--on data|counter] [--offset 0] [--len 64]\n"
 		"       %s flood --peer NODE [--seconds 10] [--inflight 64] [--len 64] [--allow-refused]\n"
@@ -33,7 +34,7 @@ void usage(const char *prog)
 		"Summary lines: `get-verify: N gets, B bytes, M mismatches, E errors`, `faa: ...`,\n"
 		"`read-counter: V`, `expect-refused: ... PASS|FAIL`, `flood: N completed ...`,\n"
 		"`rp_check serve: counter=V` and `rp_check serve: done (...)`.\n",
-		prog, prog, prog, prog, prog, prog);
+		prog, prog, prog, prog, prog, prog, prog);
 }
 
 } // namespace
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
 	} const cmds[] = {{"serve", rpcheck::cmd_serve},
 			  {"get-verify", rpcheck::cmd_get_verify},
 			  {"faa", rpcheck::cmd_faa},
+			  {"cas-check", rpcheck::cmd_cas_check},
 			  {"read-counter", rpcheck::cmd_read_counter},
 			  {"expect-refused", rpcheck::cmd_expect_refused},
 			  {"flood", rpcheck::cmd_flood}};

@@ -1,0 +1,220 @@
+"""The read proxy across two VMs: one-sided get, remote CAS/FAA, refusals, a target
+that exits mid-request, a request flood, and the benchmark's checks.
+
+The target side is always `tca_rp_check serve`, which exports memory and then only
+sleeps: the target's driver serves every request (docs/hardware.md section 9). In the
+get test the serving process is even stopped with SIGSTOP while the peer reads.
+"""
+
+import re
+import threading
+import time
+
+import pytest
+
+from peach2_testlib import check, sysfs_read, wait_until
+
+pytestmark = pytest.mark.vm
+
+SERVE_LOG = "/tmp/rp_serve.log"
+
+
+def _rproxy(c, node):
+    """The driver's sysfs `rproxy` counters as {name: int}."""
+    out = sysfs_read(c, node, "rproxy")
+    vals = {}
+    for line in out.splitlines():
+        m = re.match(r"(\w+) (\d+)$", line.strip())
+        assert m, "unexpected line in rproxy: %r" % line
+        vals[m.group(1)] = int(m.group(2))
+    return vals
+
+
+def _start_serve(c, node, args):
+    """Start `tca_rp_check serve` in the background on `node`; return its pid."""
+    check(c, node, "rm -f %s" % SERVE_LOG)
+    out = check(c, node, "tca_rp_check serve %s >%s 2>&1 & echo $!" % (args, SERVE_LOG))
+    return int(out.strip().splitlines()[-1])
+
+
+def _serve_log(c, node):
+    return c.run(node, "cat %s" % SERVE_LOG)[1]
+
+
+def _wait_serve(c, node, pid, timeout=120):
+    """Wait for the background server to exit; return its log."""
+    wait_until(lambda: c.run(node, "kill -0 %d 2>/dev/null" % pid)[0] != 0,
+               timeout=timeout, what="rp_check serve on node%d to exit" % node)
+    return _serve_log(c, node)
+
+
+def _pair(c, server, client, serve_args, client_cmd, timeout=600):
+    """serve on `server` and a client subcommand on `client`, concurrently."""
+    cmds = {server: "tca_rp_check serve --peer %d %s" % (client, serve_args),
+            client: "tca_rp_check %s --peer %d" % (client_cmd, server)}
+    (rc_s, out_s), (rc_c, out_c) = c.run_all(lambda i: cmds[i], timeout=timeout,
+                                             nodes=[server, client])
+    return rc_s, out_s, rc_c, out_c
+
+
+@pytest.mark.parametrize("target,reader", [(0, 1), (1, 0)])
+def test_get_random_sizes_while_target_process_is_stopped(cluster2, target, reader):
+    """300 gets of random sizes (4 B .. 1 MiB) at random offsets, 4 in flight, each
+    verified byte for byte, while the exporting process is stopped (SIGSTOP): no
+    process on the target takes part."""
+    c = cluster2
+    before = _rproxy(c, target)
+    pid = _start_serve(c, target, "--peer %d --seed 11 --size 4M --seconds 600" % reader)
+    # The handshake needs the client; READY follows it.
+    client = {}
+
+    def run_client():
+        client["res"] = c.run(reader, "tca_rp_check get-verify --peer %d --seed 11 --iters 300 "
+                              "--max-len 1M --inflight 4" % target, timeout=600)
+
+    t = threading.Thread(target=run_client)
+    t.start()
+    wait_until(lambda: "READY" in _serve_log(c, target), timeout=120,
+               what="serve READY on node%d" % target)
+    check(c, target, "kill -STOP %d" % pid)
+    t.join()
+    rc, out = client["res"]
+    state = c.run(target, "cat /proc/%d/stat" % pid)[1].split()
+    check(c, target, "kill -CONT %d" % pid)
+    log = _wait_serve(c, target, pid)
+    assert rc == 0, out
+    m = re.search(r"get-verify: (\d+) gets, (\d+) bytes, (\d+) mismatches, (\d+) errors", out)
+    assert m, out
+    assert (int(m.group(1)), int(m.group(3)), int(m.group(4))) == (300, 0, 0), out
+    assert state[2] == "T", "the serving process was not stopped during the gets: %s" % state
+    assert "done (clients done)" in log, log
+    after = _rproxy(c, target)
+    assert after["served_read"] - before["served_read"] >= 300, (before, after)
+    assert after["read_bytes"] - before["read_bytes"] == int(m.group(2)), (before, after)
+    assert after["exports"] == before["exports"], "export left behind: %s" % after
+
+
+def test_concurrent_atomics_from_two_nodes_give_the_exact_total(cluster2):
+    """Node 1 adds 1 to a counter on node 0, 600 times, while node 0's own process adds
+    1 to the same counter through its read proxy (a request to itself) 600 times: the
+    final value is exactly 1200, and every old value node 1 saw was increasing."""
+    rc_s, out_s, rc_c, out_c = _pair(cluster2, 0, 1, "--counter --self-faa 600 --seed 3",
+                                     "faa --count 600 --seed 3")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert re.search(r"faa: 600 adds of 1, .* monotonic=yes", out_c), out_c
+    m = re.search(r"serve: counter=(\d+)", out_s)
+    assert m and int(m.group(1)) == 1200, out_s + out_c
+    assert "self-faa: 600 adds done" in out_s, out_s
+
+
+def test_cas_returns_the_old_value_and_swaps_only_on_match(cluster2):
+    """Node 0 CASes a counter on node 1: a mismatching compare returns the old value and
+    changes nothing; a matching one returns the old value and swaps."""
+    rc_s, out_s, rc_c, out_c = _pair(cluster2, 1, 0, "--counter --seed 4",
+                                     "cas-check --seed 4")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert "cas-check: PASS" in out_c, out_c
+
+
+# The library reports the target's RP_NOT_EXPORTED as TCA_ENOTEXPORTED (status 26);
+# a handle without an export is refused by the library itself (nothing sent).
+@pytest.mark.parametrize("serve_args,client_args,expect", [
+    ("", "--forge key", "remote-notexported"),
+    ("", "--forge none", "notexported"),
+    ("--flags atomic", "--op get --on data", "remote-notexported"),
+    ("--flags read", "--op cas --on data", "remote-notexported"),
+    ("--export-len 4096 --whole-handle", "--offset 8192 --len 64", "remote:RP_RANGE"),
+    ("--unexport-after-ms 1000", "", "remote-notexported"),
+    ("--free-after-ms 1000", "", "remote-notexported"),
+], ids=["wrong-key", "never-exported", "read-on-atomic-only", "cas-on-read-only",
+        "outside-export", "after-unexport", "after-free"])
+def test_requests_the_target_must_refuse_are_refused_and_counted(cluster2, serve_args,
+                                                                 client_args, expect):
+    """Each refusal arrives as the exact error, and the target's driver counts it."""
+    c = cluster2
+    before = _rproxy(c, 0)
+    remote = expect.startswith("remote")
+    tool_expect = "notexported" if expect == "remote-notexported" else expect
+    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 5 " + serve_args,
+                                     "expect-refused --seed 5 --expect %s %s" % (tool_expect, client_args))
+    assert rc_c == 0 and "PASS" in out_c, out_c + out_s
+    assert rc_s == 0, out_s
+    after = _rproxy(c, 0)
+    if expect == "remote:RP_RANGE":
+        assert after["refused_range"] > before["refused_range"], (before, after)
+    elif remote:
+        assert "status=26 (RP_NOT_EXPORTED)" in out_c, out_c
+        assert after["refused_not_exported"] > before["refused_not_exported"], (before, after)
+    else:
+        assert after["refused_not_exported"] == before["refused_not_exported"], (before, after)
+    assert after["exports"] == before["exports"], after
+
+
+@pytest.mark.parametrize("how", ["exit", "abort"])
+def test_target_process_dies_while_requests_are_in_flight(cluster2, how):
+    """The exporting process ends (exit without cleanup, or SIGABRT) 3 s into a flood of
+    gets: gets before succeed, gets after are refused (RP_NOT_EXPORTED), nothing hangs
+    or times out, the export is gone and the node still serves a new exporter."""
+    c = cluster2
+    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 6 --%s-after-ms 3000" % how,
+                                     "flood --seed 6 --seconds 8 --inflight 16 --allow-refused --no-done")
+    m = re.search(r"flood: (\d+) completed .* ok=(\d+) rp_full=(\d+) refused=(\d+) "
+                  r"timeout=(\d+) other=(\d+)", out_c)
+    assert rc_c == 0 and m, out_c + out_s
+    ok, refused, timeout, other = (int(m.group(i)) for i in (2, 4, 5, 6))
+    assert ok > 0 and refused > 0 and timeout == 0 and other == 0, out_c
+    assert _rproxy(c, 0)["exports"] == 0
+    # The node serves the next exporter normally.
+    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 7", "get-verify --seed 7 --iters 20")
+    assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
+
+
+def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
+    """1000 gets in flight against a 256-entry ring for 10 s: the card answers the
+    excess RP_FULL and the library retries them; every get completes, the target's
+    shell answers during the flood, and plain gets work afterwards."""
+    c = cluster2
+    before = _rproxy(c, 0)
+    pid = _start_serve(c, 0, "--peer 1 --seed 8 --seconds 600")
+    res = {}
+
+    def flood():
+        res["flood"] = c.run(1, "tca_rp_check flood --peer 0 --seed 8 --seconds 10 "
+                             "--inflight 1000", timeout=300)
+
+    t = threading.Thread(target=flood)
+    t.start()
+    wait_until(lambda: "READY" in _serve_log(c, 0), timeout=120, what="serve READY")
+    time.sleep(4)
+    t0 = time.monotonic()
+    during = _rproxy(c, 0)            # the target answers a command mid-flood
+    answer_s = time.monotonic() - t0
+    t.join()
+    rc, out = res["flood"]
+    log = _wait_serve(c, 0, pid)
+    assert rc == 0, out
+    m = re.search(r"ok=(\d+) rp_full=(\d+) refused=(\d+) timeout=(\d+) other=(\d+)", out)
+    assert m, out
+    ok, full = int(m.group(1)), int(m.group(2))
+    assert ok > 1000 and full > 0, "the ring never filled: %s" % out
+    assert "done (clients done)" in log, log
+    after = _rproxy(c, 0)
+    assert after["card_rx_refused"] - before["card_rx_refused"] >= full, (before, after)
+    assert during["served_read"] > before["served_read"], (before, during)
+    print("flood: %s; target answered a shell command mid-flood in %.2f s" % (m.group(0), answer_s))
+    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 9", "get-verify --seed 9 --iters 20")
+    assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
+
+
+def test_get_bench_runs_and_reports_both_ratios(cluster2):
+    """A short tca_get_bench: every get verified, the table has a row per size, and the
+    two ratios the issue asks for are reported (their values are a benchmark matter)."""
+    results = cluster2.run_all(lambda i: "tca_get_bench --peer %d --iters 20 --sizes 4,8,4K,1M "
+                               "--latency-bytes 4M --stream-bytes 16M" % (1 - i), timeout=900)
+    (rc0, out0), (rc1, out1) = results
+    assert rc0 == 0 and rc1 == 0, out0 + out1
+    for size in ("4", "8", "4096", "1048576"):
+        assert re.search(r"^get\s+%s\s" % size, out0, re.M), "no get row for %s:\n%s" % (size, out0)
+    assert re.search(r"get 8 B / put 8 B latency: [\d.]+ / [\d.]+ us = [\d.]+", out0), out0
+    assert re.search(r"get / DMA put bandwidth .*= [\d.]+", out0), out0
+    assert re.search(r"^(cas|faa)\s", out0, re.M), out0
