@@ -5,11 +5,14 @@
  *
  * Model. Every node owns a slice of a shared global address space; a CPU
  * store into the card's window at global address A lands in the memory of
- * node A >> 31 (PIO "put"). Remote access is write-only. Memory that other
- * nodes may write into comes from tcaMalloc(); tcaGetHandle() describes it
- * in a fixed-size, self-contained tcaHandle that can be sent to a peer
+ * node A >> 31 (PIO "put"). The hardware only writes remotely. Memory that
+ * other nodes may write into comes from tcaMalloc(); tcaGetHandle() describes
+ * it in a fixed-size, self-contained tcaHandle that can be sent to a peer
  * (for example with tcaExchange(), which uses the card's mailbox), and the
- * peer then writes into it with tcaPut().
+ * peer then writes into it with tcaPut() or DMA. Reading another node's
+ * memory (tcaGet) and 64-bit atomics on it (tcaCas, tcaFaa) go through the
+ * target driver's read proxy, on memory its owner exported with tcaExport();
+ * no process on the target takes part.
  *
  * Return values. Every function returns 0 (or a non-negative value where
  * documented) on success, and a negative code on failure: either -errno
