@@ -45,8 +45,8 @@ static void peach2_buf_free_chunks(struct peach2_buf *buf)
 
 	/*
 	 * Close the card's inbound window on each chunk before the memory goes
-	 * back to the kernel. After remove() the card has no bus mastering, so
-	 * nothing can land there any more.
+	 * back to the kernel. remove() emptied the whole filter when it set
+	 * dead, so nothing can land there any more.
 	 */
 	down_read(&p2->lock);
 	for (i = 0; i < buf->nr_chunks; i++) {

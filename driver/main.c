@@ -490,9 +490,11 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = peach2_setup_irq(p2);
 	if (ret)
 		goto err_ida;
+	/* Without it the card still works: EXPORT/RP_SUBMIT say EOPNOTSUPP. */
 	ret = peach2_rp_probe(p2);
 	if (ret)
-		goto err_irq;
+		dev_warn(dev, "read proxy unavailable (%d); continuing without it\n",
+			 ret);
 
 	pci_set_drvdata(pdev, p2);
 	ret = cdev_device_add(&p2->cdev, &p2->dev);
@@ -516,7 +518,6 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_rp:
 	peach2_rp_remove(p2);
-err_irq:
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
 err_ida:
@@ -536,7 +537,8 @@ static void peach2_remove(struct pci_dev *pdev)
 	/*
 	 * The read proxy first, while the card is still alive for everyone:
 	 * the ring is disabled (requests get RP_OFF from the card), the
-	 * reply in flight ends, queued entries are answered RP_OFF. Replies
+	 * reply in flight is aborted (its requester gets an error record),
+	 * queued entries are answered RP_OFF. Replies
 	 * land only in registered buffers, and a buffer freed meanwhile is
 	 * still taken out of the inbound filter (that needs !dead).
 	 */
@@ -545,14 +547,19 @@ static void peach2_remove(struct pci_dev *pdev)
 	/*
 	 * Faults and hardware-touching ioctls hold the lock for reading:
 	 * once we have it, none is in flight and every later one sees dead
-	 * (and queues no DMA run). Then stop the DMA channels: every run
-	 * completes with PEACH2_ERR_DMA_ABORTED and its waiters wake. Then
-	 * zap every user mapping of the card, so nothing points at the BARs
-	 * once pcim releases them after we return. Buffers stay allocated
-	 * until their last reference goes.
+	 * (and queues no DMA run). The inbound filter is emptied with it:
+	 * buffers freed from now on skip PEACH2_IN_CMD_REMOVE, and no late
+	 * remote write may land in their memory once the kernel reuses it
+	 * (a run in flight that writes into this node may now end with
+	 * NOT_REGISTERED instead of DMA_ABORTED). Then stop the DMA
+	 * channels: every run completes with PEACH2_ERR_DMA_ABORTED and its
+	 * waiters wake. Then zap every user mapping of the card, so nothing
+	 * points at the BARs once pcim releases them after we return.
+	 * Buffers stay allocated until their last reference goes.
 	 */
 	down_write(&p2->lock);
 	WRITE_ONCE(p2->dead, true);
+	peach2_inbound(p2, PEACH2_IN_CMD_CLEAR, 0, 0);
 	up_write(&p2->lock);
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);

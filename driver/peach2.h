@@ -124,8 +124,19 @@ struct peach2_rp_stats {
 	atomic64_t refused_range;
 	atomic64_t refused_align;
 	atomic64_t refused_replay;
+	atomic64_t refused_throttled;
 	atomic64_t reply_errors;
+	atomic64_t ring_errors;
 	atomic64_t submitted;
+};
+
+/* What the serving thread keeps per source node (rproxy.c). */
+struct peach2_rp_src {
+	u64 last_seq;			/* of the last request served */
+	unsigned long fail_start;	/* jiffies: the failure window */
+	unsigned long throttle_end;	/* jiffies, while @throttled */
+	u32 fails;			/* wrong key / unknown id in the window */
+	bool throttled;
 };
 
 /* The read proxy (rproxy.c). */
@@ -151,7 +162,7 @@ struct peach2_rp {
 	dma_addr_t ring_dma;
 	u32 ring_entries;
 	u32 head;			/* entries consumed (free running) */
-	u64 last_seq_rx[PEACH2_MAX_NODES]; /* per source node */
+	struct peach2_rp_src src[PEACH2_MAX_NODES];
 	/*
 	 * Protects @stopping and orders the writes of RP_HEAD (thread) and
 	 * of RP_CTRL = 0 (remove, wedged): HEAD is written only while the
@@ -160,6 +171,7 @@ struct peach2_rp {
 	spinlock_t ring_lock;
 	bool stopping;			/* remove(): serve nothing more */
 	bool wedged;			/* the proxy channel ignored ABORT */
+	bool broken;			/* TAIL made no sense: ring off */
 	struct peach2_buf *stuck_buf;	/* held while the card may read it */
 
 	/* Replies: host descriptors, the completion record staging area. */

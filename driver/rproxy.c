@@ -27,7 +27,14 @@
  *    raises the interrupt again if entries remain). Each reply runs as a
  *    chain of host descriptors on PEACH2_DMA_PROXY_CHANNEL; the thread
  *    waits for its end (vector PEACH2_INT_VECTOR_DMA(4)), aborting a run
- *    that makes no progress for rp_timeout_ms.
+ *    that makes no progress for rp_timeout_ms, that is not done by
+ *    rp_timeout_ms + len / (16 MB/s), or when remove() begins.
+ *
+ * Per source node the thread keeps the last seq it served (replays are
+ * refused; the state lives as long as the driver instance, so a reload
+ * forgets it) and counts wrong keys and unknown ids: more than
+ * PEACH2_RP_FAIL_MAX in PEACH2_RP_FAIL_WINDOW and the node's requests are
+ * refused unseen for PEACH2_RP_FAIL_WINDOW.
  *
  * Locks: ctx->exp_lock (a file's export list) before the xarray lock of
  * rp->exports. A lookup by the serving thread takes a reference on the
@@ -36,7 +43,7 @@
  * the card reads for the reply) stays alive until the reply has been sent.
  * Buffer references are never dropped under a lock. rp->tx_lock (spinlock)
  * nests inside p2->lock (read). Everything the serving thread uses
- * (ring, head, last_seq_rx, the reply memory) is its own.
+ * (ring, head, src[], the reply memory) is its own.
  */
 
 #include <linux/dma-mapping.h>
@@ -63,6 +70,11 @@
 #define PEACH2_RP_ABORT_US	100000
 /* Data pieces of one READ reply: chunks are at least a page. */
 #define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
+/* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
+#define PEACH2_RP_MIN_BYTES_PER_MS	16000u
+/* Wrong keys and unknown ids a node may send per window before throttling. */
+#define PEACH2_RP_FAIL_MAX	64u
+#define PEACH2_RP_FAIL_WINDOW	HZ
 
 #define PEACH2_RP_CH		PEACH2_DMA_PROXY_CHANNEL
 #define PEACH2_RP_DMA_REG(r)	PEACH2_REG_DMA(PEACH2_RP_CH, r)
@@ -98,7 +110,7 @@ MODULE_PARM_DESC(rp_ring_entries,
 static unsigned int peach2_rp_timeout_ms = 2000;
 module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(rp_timeout_ms,
-		 "abort a read-proxy reply that makes no progress for this long (default 2000 ms, at least 10)");
+		 "abort a read-proxy reply that makes no progress for this long, or is not done after this long + len / (16 MB/s) (default 2000 ms, at least 10)");
 
 /* A request as the card queues it (struct peach2_rp_req, little endian). */
 struct peach2_rp_req_le {
@@ -260,8 +272,12 @@ long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
 		ret = -EFAULT;
 		goto err;
 	}
-	/* Replaces the reservation: allocates nothing, cannot fail. */
-	xa_store(&rp->exports, id, exp, GFP_KERNEL);
+	/* Replaces the reservation: allocates nothing, should not fail. */
+	ret = xa_err(xa_store(&rp->exports, id, exp, GFP_KERNEL));
+	if (WARN_ON_ONCE(ret)) {
+		xa_erase(&rp->exports, id);
+		goto err;
+	}
 	list_add_tail(&exp->node, &ctx->exports);
 	ctx->nr_exports++;
 	atomic_inc(&rp->nr_exports);
@@ -417,7 +433,8 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 	if (result) {
 		dev_dbg(&p2->pdev->dev, "read-proxy request to node %u not sent: %s\n",
 			req.node, peach2_err_name(result));
-		return -EHOSTUNREACH;
+		/* A full link send queue is transient: the caller retries. */
+		return result == PEACH2_ERR_TX_OVERFLOW ? -EAGAIN : -EHOSTUNREACH;
 	}
 	atomic64_inc(&rp->stats.submitted);
 
@@ -483,10 +500,11 @@ static void peach2_rp_count(struct peach2_rp *rp, u32 status)
  * Check request @r (from a ring entry, src_node and cpl usable). Returns 0
  * with a buffer reference in *bufp and the buffer offset of the first byte
  * in *offp, or the peach2_err code to answer with (*bufp may still hold a
- * reference then).
+ * reference then). *keyedp tells whether the export id and key matched.
+ * Changes no state: the caller records the seq of an accepted request.
  */
 static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
-			   struct peach2_buf **bufp, u64 *offp)
+			   struct peach2_buf **bufp, u64 *offp, bool *keyedp)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_buf *buf = NULL;
@@ -516,17 +534,19 @@ static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
 		return PEACH2_ERR_RP_BAD_REQUEST;
 	}
 
-	if (r->seq <= rp->last_seq_rx[r->src_node])
+	if (r->seq <= rp->src[r->src_node].last_seq)
 		return PEACH2_ERR_RP_REPLAY;
-	rp->last_seq_rx[r->src_node] = r->seq;
 
 	xa_lock(&rp->exports);
 	exp = xa_load(&rp->exports, r->export_id);
-	if (exp && exp->key == r->key && exp->flags & need) {
-		buf = exp->buf;
-		kref_get(&buf->ref);
-		eoff = exp->offset;
-		elen = exp->len;
+	if (exp && exp->key == r->key) {
+		*keyedp = true;
+		if (exp->flags & need) {
+			buf = exp->buf;
+			kref_get(&buf->ref);
+			eoff = exp->offset;
+			elen = exp->len;
+		}
 	}
 	xa_unlock(&rp->exports);
 	if (!buf)
@@ -572,6 +592,8 @@ static void peach2_rp_desc(struct peach2_desc_le *d, u64 src, u64 dst, u32 len,
 /*
  * Write the reply's descriptors: the data (READ, status 0), the first part
  * of the completion record, the tag. Returns the number of descriptors.
+ * A READ that needs more descriptors than there are (cannot happen: chunks
+ * are at least a page) is answered RP_BAD_REQUEST.
  */
 static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
 			   const struct peach2_buf *buf, u64 off, u32 status,
@@ -586,6 +608,13 @@ static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
 
 	if (!status && r->op == PEACH2_RP_OP_READ) {
 		while (done < r->len) {
+			/* Room for this piece and the record's two. */
+			if (WARN_ON_ONCE(n + 3 > rp->max_descs)) {
+				status = PEACH2_ERR_RP_BAD_REQUEST;
+				n = 0;
+				done = 0;
+				break;
+			}
 			mem = peach2_buf_chunk(buf, off + done);
 			piece = min_t(u64, r->len - done,
 				      mem->offset + mem->len - (off + done));
@@ -641,49 +670,76 @@ static void peach2_rp_ack(struct peach2_dev *p2)
 }
 
 /*
- * Run the reply chain and wait for its end. A run that makes no progress
- * (bytes, descriptors) for rp_timeout_ms is aborted. Returns 0 or the
- * peach2_err code it ended with.
+ * Run the reply chain (@len data bytes) and wait for its end. The run is
+ * aborted when it makes no progress (bytes, descriptors) for
+ * rp_timeout_ms, when it is not done rp_timeout_ms + len / (16 MB/s) after
+ * its start, or, if @stoppable, as soon as remove() sets rp->stopping.
+ * Returns 0 or the peach2_err code it ended with.
  */
-static u32 peach2_rp_run(struct peach2_dev *p2)
+static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
 {
 	struct peach2_rp *rp = &p2->rp;
 	void __iomem *regs = p2->regs;
 	u64 head = rp->descs_dma | PEACH2_DMA_HEAD_HOST;
 	u64 bytes, last_bytes = 0;
 	u32 st, descs, last_descs = 0, code;
+	unsigned long now, progress, deadline, stall, until;
+	const char *why = NULL;
 	unsigned int ms;
 
+	ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
 	reinit_completion(&rp->dma_done);
+	/*
+	 * Pairs with the barrier in peach2_rp_remove(): either we see
+	 * rp->stopping below, or its complete() comes after our reinit.
+	 */
+	smp_mb();
 	writel(lower_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_LO));
 	writel(upper_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_HI));
 	writel(PEACH2_DMA_CTRL_START_CHAIN, regs + PEACH2_RP_DMA_REG(PEACH2_DMA_CTRL));
+	progress = jiffies;
+	deadline = progress + msecs_to_jiffies(ms + DIV_ROUND_UP(len,
+						PEACH2_RP_MIN_BYTES_PER_MS));
 
 	for (;;) {
-		ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
-		if (wait_for_completion_timeout(&rp->dma_done,
-						msecs_to_jiffies(ms))) {
-			st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
-			if (st == U32_MAX)
-				return PEACH2_ERR_DMA_ABORTED;
-			if (st & PEACH2_RP_ST_ENDED)
-				break;
-			continue;	/* a stale interrupt */
-		}
 		st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
 		if (st == U32_MAX)
 			return PEACH2_ERR_DMA_ABORTED;
 		if (st & PEACH2_RP_ST_ENDED)
-			break;		/* its interrupt is late */
+			break;
 		bytes = peach2_read64(p2, PEACH2_RP_DMA_REG(PEACH2_DMA_BYTES_LO));
+		if (stoppable && READ_ONCE(rp->stopping)) {
+			why = "driver unbinding";
+			break;
+		}
+		now = jiffies;
 		descs = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_DONE_DESCS));
 		if (bytes != last_bytes || descs != last_descs) {
 			last_bytes = bytes;
 			last_descs = descs;
-			continue;
+			progress = now;
 		}
-		dev_warn_ratelimited(&p2->pdev->dev, "read-proxy reply: no progress for %u ms after %llu bytes; aborting it\n",
-				     ms, bytes);
+		stall = progress + msecs_to_jiffies(ms);
+		if (time_after_eq(now, deadline)) {
+			why = "past its deadline";
+			break;
+		}
+		if (time_after_eq(now, stall)) {
+			why = "no progress";
+			break;
+		}
+		until = time_before(stall, deadline) ? stall : deadline;
+		/* Woken by the channel's interrupt (or remove()), or timed out. */
+		wait_for_completion_timeout(&rp->dma_done, until - now);
+	}
+
+	if (why) {
+		if (stoppable && READ_ONCE(rp->stopping))
+			dev_dbg(&p2->pdev->dev, "read-proxy reply: %s after %llu bytes; aborting it\n",
+				why, bytes);
+		else
+			dev_warn_ratelimited(&p2->pdev->dev, "read-proxy reply: %s after %llu bytes (rp_timeout_ms %u); aborting it\n",
+					     why, bytes, ms);
 		if (!peach2_rp_abort(p2)) {
 			rp->wedged = true;
 			return PEACH2_ERR_DMA_ABORTED;
@@ -692,7 +748,6 @@ static u32 peach2_rp_run(struct peach2_dev *p2)
 		if (!(st & PEACH2_DMA_ST_ERROR))
 			st |= PEACH2_DMA_ST_ERROR |
 			      PEACH2_ERR_DMA_ABORTED << PEACH2_DMA_ST_CODE_SHIFT;
-		break;
 	}
 
 	code = 0;
@@ -740,6 +795,45 @@ static bool peach2_rp_fetch(struct peach2_dev *p2, const void *entry,
 	return true;
 }
 
+/*
+ * True if requests from @node are refused unseen now: it sent more than
+ * PEACH2_RP_FAIL_MAX wrong keys or unknown ids within PEACH2_RP_FAIL_WINDOW
+ * less than PEACH2_RP_FAIL_WINDOW ago.
+ */
+static bool peach2_rp_throttled(struct peach2_rp *rp, u32 node)
+{
+	struct peach2_rp_src *src = &rp->src[node];
+
+	if (!src->throttled)
+		return false;
+	if (time_before(jiffies, src->throttle_end))
+		return true;
+	src->throttled = false;
+	src->fails = 0;
+	return false;
+}
+
+/* @node sent a wrong key or an unknown export id. */
+static void peach2_rp_failed(struct peach2_dev *p2, u32 node)
+{
+	struct peach2_rp_src *src = &p2->rp.src[node];
+	unsigned long now = jiffies;
+
+	if (!src->fails ||
+	    time_after_eq(now, src->fail_start + PEACH2_RP_FAIL_WINDOW)) {
+		src->fail_start = now;
+		src->fails = 0;
+	}
+	if (++src->fails <= PEACH2_RP_FAIL_MAX)
+		return;
+	src->throttled = true;
+	src->throttle_end = now + PEACH2_RP_FAIL_WINDOW;
+	dev_warn_ratelimited(&p2->pdev->dev, "read proxy: node %u sent more than %u wrong keys or unknown export ids within %u ms: refusing its requests for %u ms\n",
+			     node, PEACH2_RP_FAIL_MAX,
+			     jiffies_to_msecs(PEACH2_RP_FAIL_WINDOW),
+			     jiffies_to_msecs(PEACH2_RP_FAIL_WINDOW));
+}
+
 /* Serve one ring entry. */
 static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 {
@@ -749,26 +843,51 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 	struct peach2_rp_req r;
 	u32 status, code;
 	u64 value = 0, off = 0;
+	bool keyed = false;
 
 	if (!peach2_rp_fetch(p2, entry, &r))
 		return;
 
-	status = peach2_rp_check(p2, &r, &buf, &off);
-	if (!status && r.op != PEACH2_RP_OP_READ)
-		value = peach2_rp_atomic(&r, buf, off);
-	if (status) {
-		dev_dbg(dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
-			r.op, r.src_node, r.export_id, r.addr, r.len,
-			peach2_err_name(status));
-		peach2_rp_count(rp, status);
+	if (peach2_rp_throttled(rp, r.src_node)) {
+		/* Nothing looked up: a key guesser learns nothing. */
+		status = PEACH2_ERR_RP_NOT_EXPORTED;
+		atomic64_inc(&rp->stats.refused_throttled);
+	} else {
+		status = peach2_rp_check(p2, &r, &buf, &off, &keyed);
+		if (!status) {
+			/* Accepted: only now does its seq count. */
+			rp->src[r.src_node].last_seq = r.seq;
+			if (r.op != PEACH2_RP_OP_READ)
+				value = peach2_rp_atomic(&r, buf, off);
+		} else {
+			dev_dbg(dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
+				r.op, r.src_node, r.export_id, r.addr, r.len,
+				peach2_err_name(status));
+			peach2_rp_count(rp, status);
+			if (status == PEACH2_ERR_RP_NOT_EXPORTED && !keyed)
+				peach2_rp_failed(p2, r.src_node);
+		}
 	}
 
 	peach2_rp_build(p2, &r, buf, off, status, value);
-	code = peach2_rp_run(p2);
+	code = peach2_rp_run(p2, status ? 0 : r.len, true);
 	if (code) {
 		dev_dbg(dev, "read-proxy reply to node %u failed: %s\n",
 			r.src_node, peach2_err_name(code));
 		atomic64_inc(&rp->stats.reply_errors);
+		/*
+		 * Tell the requester, so that it does not wait for nothing:
+		 * once, the record alone, with the DMA error as its status.
+		 * A CAS/FAA has been applied all the same (value: the old
+		 * value); atomics are not idempotent.
+		 */
+		if (!rp->wedged) {
+			peach2_rp_build(p2, &r, NULL, 0, code, value);
+			code = peach2_rp_run(p2, 0, false);
+			if (code)
+				dev_dbg(dev, "read-proxy error record to node %u failed: %s\n",
+					r.src_node, peach2_err_name(code));
+		}
 	} else if (!status) {
 		switch (r.op) {
 		case PEACH2_RP_OP_READ:
@@ -808,11 +927,23 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
+	if (rp->broken || rp->wedged)
+		return IRQ_HANDLED;
 	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
 	avail = tail - rp->head;
 	if (avail > rp->ring_entries) {
-		dev_warn_ratelimited(&p2->pdev->dev, "read-proxy ring: tail %u, head %u, %u entries: ignored\n",
-				     tail, rp->head, rp->ring_entries);
+		/*
+		 * The card (or the link to it) is broken: trust nothing it
+		 * queued. Requesters get RP_OFF from the card from now on.
+		 */
+		spin_lock(&rp->ring_lock);
+		if (!rp->stopping)
+			writel(0, p2->regs + PEACH2_REG_RP_CTRL);
+		rp->broken = true;
+		spin_unlock(&rp->ring_lock);
+		atomic64_inc(&rp->stats.ring_errors);
+		dev_warn(&p2->pdev->dev, "read-proxy ring: tail %u, head %u, %u entries: corrupt; read proxy off until the driver is reloaded\n",
+			 tail, rp->head, rp->ring_entries);
 		return IRQ_HANDLED;
 	}
 	/* TAIL is read before the entries it covers. */
@@ -827,7 +958,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	}
 	/* The card raises the interrupt again if entries remain. */
 	spin_lock(&rp->ring_lock);
-	if (!rp->stopping && !rp->wedged)
+	if (!rp->stopping && !rp->wedged && !rp->broken)
 		writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
 	spin_unlock(&rp->ring_lock);
 	return IRQ_HANDLED;
@@ -862,7 +993,7 @@ static void peach2_rp_drain(struct peach2_dev *p2)
 				     PEACH2_RP_ENTRY_SIZE, &r))
 			continue;
 		peach2_rp_build(p2, &r, NULL, 0, PEACH2_ERR_RP_OFF, 0);
-		if (peach2_rp_run(p2)) {
+		if (peach2_rp_run(p2, 0, false)) {
 			atomic64_inc(&rp->stats.reply_errors);
 			break;
 		}
@@ -948,7 +1079,9 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 /*
  * Set up the ring (disabled) and the proxy channel's and the requests'
  * vectors (allocated by the caller). Without PEACH2_CAP_READ_PROXY there is
- * nothing to do: the ioctls answer -EOPNOTSUPP. Unwinds itself on failure.
+ * nothing to do: the ioctls answer -EOPNOTSUPP. Unwinds itself on failure
+ * and leaves the proxy absent (the ring disabled: requesters get RP_OFF);
+ * the caller carries on without it.
  */
 int peach2_rp_probe(struct peach2_dev *p2)
 {
@@ -1042,9 +1175,9 @@ void peach2_rp_enable(struct peach2_dev *p2)
 
 /*
  * remove() (before p2->dead is set), or probe unwinding: close the ring
- * (the card answers RP_OFF from now on), let the serving thread finish the
- * reply in flight (it gives up after rp_timeout_ms without progress and
- * aborts), answer the entries still queued with RP_OFF, release the
+ * (the card answers RP_OFF from now on), abort the reply in flight (its
+ * requester gets an error record), let the serving thread end, answer the
+ * entries still queued with RP_OFF, release the
  * vectors and the memory. Until dead is set, RP_SUBMIT still sends (to
  * this node: RP_OFF from the card). Exports stay until their files are
  * released; requests can no longer reach them.
@@ -1060,9 +1193,15 @@ void peach2_rp_remove(struct peach2_dev *p2)
 	rp->stopping = true;
 	writel(0, p2->regs + PEACH2_REG_RP_CTRL);
 	spin_unlock(&rp->ring_lock);
+	/*
+	 * A reply in flight is aborted now (then its requester gets an error
+	 * record). Pairs with the barrier in peach2_rp_run().
+	 */
+	smp_mb();
+	complete(&rp->dma_done);
 	free_irq(rp->irq, p2);		/* waits for the thread */
 	rp->irq = 0;
-	if (rp->enabled && !rp->wedged)
+	if (rp->enabled && !rp->wedged && !rp->broken)
 		peach2_rp_drain(p2);
 	free_irq(rp->dma_irq, p2);
 	rp->dma_irq = 0;
@@ -1108,7 +1247,9 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("refused_range", atomic64_read(&s->refused_range));
 	P2_LINE("refused_align", atomic64_read(&s->refused_align));
 	P2_LINE("refused_replay", atomic64_read(&s->refused_replay));
+	P2_LINE("refused_throttled", atomic64_read(&s->refused_throttled));
 	P2_LINE("reply_errors", atomic64_read(&s->reply_errors));
+	P2_LINE("ring_errors", atomic64_read(&s->ring_errors));
 	P2_LINE("exports", atomic_read(&rp->nr_exports));
 	P2_LINE("submitted", atomic64_read(&s->submitted));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
