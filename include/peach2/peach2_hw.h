@@ -228,8 +228,10 @@ struct peach2_desc {
  * host memory and 32-byte aligned; else RP_BAD_PACKET, dropped), stamped
  * with the packet's src_node and written to ring entry TAIL % RING_SIZE;
  * TAIL advances and INT_STATUS.RP is set (vector 6). With the ring disabled
- * or full (TAIL - HEAD == RING_SIZE) the card answers by itself with a
- * completion record of status RP_OFF / RP_FULL (and raises that error).
+ * or full (TAIL - HEAD == RING_SIZE), or when host memory refuses the entry,
+ * the card answers by itself with a completion record of status RP_OFF /
+ * RP_FULL / DMA_WRITE. A link partner's own packets (hops 0) must carry its
+ * node id as src_node, else the stream is dropped (BAD_PACKET).
  * The driver consumes entries and writes HEAD; if entries remain after a
  * HEAD write, INT_STATUS.RP is set again, so the driver can stop after a
  * bounded number per interrupt.
@@ -244,13 +246,15 @@ struct peach2_desc {
 #define PEACH2_REG_RP_RING_SIZE  0x704 /* RW (while disabled): entries, power of 2 */
 #define PEACH2_REG_RP_BASE_LO    0x708 /* RW (while disabled): bus address, 64-B aligned */
 #define PEACH2_REG_RP_BASE_HI    0x70c
-#define PEACH2_REG_RP_HEAD       0x710 /* RW: entries consumed (free running) */
+#define PEACH2_REG_RP_HEAD       0x710 /* RW: entries consumed (free running);
+					* only forward, never past TAIL */
 #define PEACH2_REG_RP_TAIL       0x714 /* RO: entries produced (free running) */
 #define PEACH2_REG_RP_TX_SEND    0x718 /* WO: target node: send RP_TX_REQ */
 #define PEACH2_REG_RP_TX_RESULT  0x71c /* RO: 0 or peach2_err of the last send */
 #define PEACH2_REG_RP_TX_SENT    0x720 /* RO counters, 32-bit, saturating */
 #define PEACH2_REG_RP_RX_QUEUED  0x724
-#define PEACH2_REG_RP_RX_REFUSED 0x728 /* answered RP_FULL or RP_OFF by the card */
+#define PEACH2_REG_RP_RX_REFUSED 0x728 /* answered by the card (RP_FULL, RP_OFF,
+					* DMA_WRITE) */
 #define PEACH2_REG_RP_RX_DROPPED 0x72c /* RP_BAD_PACKET: not answerable */
 #define PEACH2_REG_RP_TX_REQ     0x740 /* RW: 64 bytes, struct peach2_rp_req */
 #define PEACH2_RP_RING_MAX       4096u
@@ -413,11 +417,14 @@ enum peach2_err {
 	PEACH2_ERR_DMA_READ = 20,     /* reading a source or host descriptor failed */
 	PEACH2_ERR_DMA_BUSY = 21,     /* start while the channel is busy */
 	PEACH2_ERR_DMA_ABORTED = 22,  /* stopped by CTRL.ABORT or a device reset */
-	/* Read proxy. The card raises RP_FULL/RP_OFF/RP_BAD_PACKET itself; the
-	 * others are the target driver's answers in a completion record. */
+	/* Read proxy. The target card answers RP_FULL/RP_OFF itself (flow
+	 * control: counted in RP_RX_REFUSED, not raised as errors) and raises
+	 * RP_BAD_PACKET; the others are the target driver's answers in a
+	 * completion record. */
 	PEACH2_ERR_RP_FULL = 23,      /* target's request ring full: retry later */
 	PEACH2_ERR_RP_OFF = 24,       /* target has no request ring (no driver) */
-	PEACH2_ERR_RP_BAD_REQUEST = 25, /* bad version, op, len, alignment or address */
+	PEACH2_ERR_RP_BAD_REQUEST = 25, /* bad version, op, len or address (a READ
+					 * breaking the DMA rules: DMA_ALIGN) */
 	PEACH2_ERR_RP_NOT_EXPORTED = 26, /* no such export, wrong key, op not allowed */
 	PEACH2_ERR_RP_RANGE = 27,     /* bytes outside the export */
 	PEACH2_ERR_RP_REPLAY = 28,    /* seq not newer than the last from that node */

@@ -205,7 +205,8 @@ struct peach2_unexport {
  * target checks `addr` (and the READ alignment rule) and answers in the
  * record. Errors: -EINVAL (fields), -ENOENT (no such buffer handle), -ENXIO
  * (node not in the sub-cluster), -EHOSTUNREACH (no route / link down:
- * nothing was sent), -EOPNOTSUPP (card without a read proxy), -ENODEV (card
+ * nothing was sent), -EAGAIN (the link's send queue is full: nothing was
+ * sent, retry), -EOPNOTSUPP (card without a read proxy), -ENODEV (card
  * gone). `node` may be this node. */
 struct peach2_rp_submit {
 	__u32 node;           /* in: target node */

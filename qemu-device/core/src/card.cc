@@ -560,6 +560,14 @@ bool Card::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const u
         l.rx.fail("WRITE whose dst_node does not match its address");
         return false;
     }
+    // A packet that has not been forwarded comes from the neighbour itself:
+    // it cannot claim another source (the read proxy answers and replay
+    // state go by src_node).
+    if (hdr.hops == 0 && hdr.src_node != l.peer_node) {
+        l.rx.fail("packet from node " + std::to_string(l.peer_node) + " claims source node " +
+                  std::to_string(hdr.src_node));
+        return false;
+    }
     route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1), hdr.src_node);
     return true;
 }

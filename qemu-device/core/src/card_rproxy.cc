@@ -93,8 +93,8 @@ bool Card::rp_reg_write(uint64_t off, uint32_t val) {
             rp_base_ = (rp_base_ & 0xffffffffull) | static_cast<uint64_t>(val) << 32;
         return true;
     case PEACH2_REG_RP_HEAD:
-        // HEAD may only move over entries the card produced.
-        if (!enabled || rp_tail_ - val > rp_size_) {
+        // HEAD may only move forward, and only over entries the card produced.
+        if (!enabled || val - rp_head_ > rp_tail_ - rp_head_) {
             raise_error(PEACH2_ERR_BAD_COMMAND, off,
                         "read-proxy HEAD " + std::to_string(val) + " with TAIL " +
                             std::to_string(rp_tail_));
@@ -179,12 +179,12 @@ void Card::rp_receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t>
     raise_interrupt(PEACH2_INT_RP);
 }
 
-// A completion record from the card itself: the body, then the tag.
+// A completion record from the card itself: the body, then the tag. RP_FULL
+// and RP_OFF are flow control, counted in RP_RX_REFUSED but not raised as
+// errors: a flood must not also cost the target an error interrupt per
+// request.
 void Card::rp_answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err status) {
     sat_inc(rp_rx_refused_);
-    if (status == PEACH2_ERR_RP_FULL || status == PEACH2_ERR_RP_OFF)
-        raise_error(status, PEACH2_NODE_BASE(node) + cpl,
-                    "read-proxy request from node " + std::to_string(node) + " refused");
     uint8_t body[kCplBody] = {};
     store_le(body + offsetof(peach2_rp_cpl, status), status, 4);
     uint8_t tag_le[8];

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "fake_host.h"
+#include "packet.h"
 
 namespace peach2::test {
 namespace {
@@ -137,7 +138,9 @@ TEST_F(ReadProxy, FullRingIsAnsweredByTheCardWithRpFull) {
     EXPECT_EQ(c.status, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
     EXPECT_EQ(c.len, 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 1u);
-    EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_FULL), 1u);
+    // Flow control, not an error: no error interrupt per refused request.
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_FULL), 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_ERR_COUNT), 0u);
     // The tag is written after the body, as its own write.
     ASSERT_GE(ha.writes.size(), 2u);
     EXPECT_EQ(ha.writes.back(), (std::pair<uint64_t, size_t>{0x3040 + 24, 8}));
@@ -170,10 +173,13 @@ TEST_F(ReadProxy, HeadWriteCallsTheDriverBackWhileEntriesRemain) {
     EXPECT_FALSE(reg(b.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_RP);
     EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), irqs + 1);
 
-    // HEAD past TAIL is refused and changes nothing.
+    // HEAD past TAIL, or backwards over consumed entries, is refused and
+    // changes nothing.
     peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 3, 4);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_HEAD), 2u);
-    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_COMMAND), 1u);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 1, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_HEAD), 2u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_COMMAND), 2u);
 }
 
 TEST_F(ReadProxy, RingWrapsAroundAndFreedEntriesAreReused) {
@@ -264,6 +270,27 @@ TEST_F(ReadProxy, ProxyChannelSendsRepliesAndHasItsOwnVector) {
     EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_DMA(ch)), 1u);
     EXPECT_EQ(PEACH2_INT_VECTOR_DMA(ch), 5u);
     EXPECT_EQ(std::memcmp(ha.mem.data() + 0x20000, hb.mem.data() + 0x10000, 256), 0);
+}
+
+TEST_F(ReadProxy, NeighbourCannotClaimAnotherSourceNode) {
+    // Node 0 lies that its request comes from node 1's other neighbour: with
+    // hops 0 the source must be the neighbour itself, so the stream is dropped.
+    ring_setup(b.get(), 4);
+    peach2_rp_req r = request(1, 0x3000);
+    peach2_pkt_hdr h{};
+    h.type = PEACH2_PKT_RPREQ;
+    h.src_node = 5;
+    h.dst_node = 1;
+    h.len = sizeof(r);
+    h.addr = PEACH2_NODE_BASE(1) + kDoorbell;
+    h.magic = PEACH2_PKT_MAGIC;
+    h.version = PEACH2_PKT_VERSION;
+    h.seq = 1;  // after node 0's HELLO
+    std::vector<uint8_t> bytes;
+    encode_packet(h, {reinterpret_cast<const uint8_t*>(&r), sizeof(r)}, bytes);
+    EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
 }
 
 TEST_F(ReadProxy, ResetForgetsTheRing) {
