@@ -610,9 +610,16 @@ TEST_F(rp, tags_increase)
 	struct peach2_rp_submit s;
 	struct peach2_rp_cpl c;
 	uint64_t last = 0, tags[64];
+	uint32_t id, key;
 	int fd2, i;
 	struct rbuf c2;
 
+	/*
+	 * FAA on a READ-only export: refused, but with the right key (64
+	 * wrong keys or unknown ids within 1 s would throttle this node).
+	 */
+	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, 4096,
+			       PEACH2_EXPORT_READ, &id, &key));
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, rbuf_alloc(fd2, 4096, &c2));
@@ -620,14 +627,14 @@ TEST_F(rp, tags_increase)
 		int f = i % 2 ? fd2 : self->fd;
 		uint32_t ch = i % 2 ? c2.a.handle : self->cpl.a.handle;
 
-		s = rp_atomic(self->me, PEACH2_RP_OP_FAA, 0, 0, self->src_bus,
-			      1, 0, ch, 32 * (i / 2));
+		s = rp_atomic(self->me, PEACH2_RP_OP_FAA, id, key,
+			      self->src_bus, 1, 0, ch, 32 * (i / 2));
 		ASSERT_EQ(0, xioctl(f, PEACH2_IOC_RP_SUBMIT, &s));
 		ASSERT_LT(last, s.tag);
 		last = s.tag;
 		tags[i] = s.tag;
 	}
-	/* Every one is answered (export 0: refused), into its own record. */
+	/* Every one is answered (refused), into its own record. */
 	for (i = 0; i < 64; i++) {
 		uint8_t *rec = (i % 2 ? c2.p : self->cpl.p) + 32 * (i / 2);
 
@@ -636,6 +643,7 @@ TEST_F(rp, tags_increase)
 	}
 	rbuf_free(fd2, &c2);
 	close(fd2);
+	ASSERT_EQ(0, do_unexport(self->fd, id));
 }
 
 /* ---- end to end: READ ------------------------------------------------------ */
@@ -1085,6 +1093,121 @@ TEST_F(rp, refusals)
 	ASSERT_EQ(0, do_unexport(self->fd, aid));
 }
 
+/*
+ * Submit @n requests like @s (wrong keys or ids) at once, each to its own
+ * record from @slot0 on, and expect every answer to be RP_NOT_EXPORTED.
+ */
+static void refused_batch(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(rp) *self, struct peach2_rp_submit *s,
+			  int n, int slot0, int vary_key)
+{
+	uint64_t tags[128];
+	struct peach2_rp_cpl c;
+	uint32_t key = s->key, id = s->export_id;
+	int i;
+
+	ASSERT_GE(128, n);
+	ASSERT_GE(CPL_SIZE / 32, slot0 + n);
+	for (i = 0; i < n; i++) {
+		if (vary_key == 1)
+			s->key = key ^ (uint32_t)(i + 1);
+		else if (vary_key == 2)
+			s->export_id = id + 100000 + (uint32_t)i;
+		s->cpl_offset = 32ULL * (slot0 + i);
+		memset(self->cpl.p + s->cpl_offset, 0, 32);
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, s));
+		tags[i] = s->tag;
+	}
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, wait_cpl(self->cpl.p + 32ULL * (slot0 + i), tags[i],
+				      &c, WAIT_S));
+		ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c.status) {
+			TH_LOG("request %d: status %u", i, c.status);
+		}
+	}
+	s->key = key;
+	s->export_id = id;
+}
+
+/*
+ * Key guessing: more than 64 wrong keys or unknown ids from one node within
+ * 1 s and the target refuses every request from that node for 1 s, unseen
+ * (RP_NOT_EXPORTED, counted in refused_throttled), even one with the right
+ * key. Afterwards the node is served again: the wrong requests left no
+ * state behind (their seq is not recorded either). Refusals with the right
+ * key (a permission the export lacks) do not count.
+ */
+TEST_F(rp, key_guess_throttle)
+{
+	uint32_t dh = self->dst.a.handle, ch = self->cpl.a.handle;
+	long long ne0, thr0, ne1, thr1;
+	struct peach2_rp_submit s, good;
+	struct peach2_rp_cpl c;
+	uint32_t id, key;
+	double t0, t1;
+
+	fill(self->src.p, BUF_SIZE, 21);
+	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, BUF_SIZE,
+			       PEACH2_EXPORT_READ, &id, &key));
+	good = rp_read(self->me, id, key, self->src_bus, 256, dh, 0, ch, 0);
+	/* Throttling of earlier tests (if any) is over after 1 s. */
+	usleep(1100000);
+	ASSERT_EQ(0, rp_do(self->fd, &good, self->cpl.p, &c));
+	ASSERT_EQ(0U, c.status);
+
+	/* Right key, missing permission: 100 refusals, no throttle. */
+	s = rp_atomic(self->me, PEACH2_RP_OP_FAA, id, key, self->src_bus, 1, 0,
+		      ch, 0);
+	refused_batch(_metadata, self, &s, 100, 1, 0);
+	good.cpl_offset = 32 * 101;
+	ASSERT_EQ(0, rp_do(self->fd, &good, self->cpl.p, &c));
+	ASSERT_EQ(0U, c.status) {
+		TH_LOG("permission refusals throttled the node: status %u",
+		       c.status);
+	}
+
+	/* 50 wrong keys and 50 unknown ids, all at once. */
+	ne0 = rp_counter("refused_not_exported");
+	thr0 = rp_counter("refused_throttled");
+	ASSERT_LE(0, thr0);
+	t0 = now_s();
+	s = rp_read(self->me, id, key, self->src_bus, 256, dh, 0, ch, 0);
+	refused_batch(_metadata, self, &s, 50, 1, 1);
+	refused_batch(_metadata, self, &s, 50, 51, 2);
+	/* The right key within the same second: refused unseen. */
+	good.cpl_offset = 32 * 101;
+	memset(self->dst.p, 0x77, 256);
+	ASSERT_EQ(0, rp_do(self->fd, &good, self->cpl.p, &c));
+	t1 = now_s();
+	ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c.status) {
+		TH_LOG("right key while throttled: status %u (after %.3f s)",
+		       c.status, t1 - t0);
+	}
+	ASSERT_EQ(0U, c.len);
+	ASSERT_EQ(0x77, self->dst.p[0]);
+	ne1 = rp_counter("refused_not_exported");
+	thr1 = rp_counter("refused_throttled");
+	ASSERT_LT(thr0, thr1);
+	/* Every refusal is counted once: looked up, or throttled. */
+	ASSERT_EQ(101, (ne1 - ne0) + (thr1 - thr0));
+	if (t1 - t0 < 0.9) {
+		/* 65 looked up (the 65th trips it), 35 + 1 unseen. */
+		ASSERT_EQ(ne0 + 65, ne1);
+		ASSERT_EQ(thr0 + 36, thr1);
+	}
+
+	/* After the throttle's second, the node is served again. */
+	usleep(1200000);
+	good.cpl_offset = 32 * 102;
+	memset(self->dst.p, 0, 256);
+	ASSERT_EQ(0, rp_do(self->fd, &good, self->cpl.p, &c));
+	ASSERT_EQ(0U, c.status);
+	ASSERT_EQ(256U, c.len);
+	ASSERT_EQ(0, memcmp(self->dst.p, self->src.p, 256));
+	ASSERT_EQ(thr1, rp_counter("refused_throttled"));
+	ASSERT_EQ(0, do_unexport(self->fd, id));
+}
+
 /* An exporter's close() ends its exports for requesters. */
 TEST_F(rp, close_revokes_for_requesters)
 {
@@ -1219,7 +1342,8 @@ TEST_F(rp, sysfs_rproxy)
 		"ring_entries", "served_read", "served_cas", "served_faa",
 		"read_bytes", "refused_bad_request", "refused_not_exported",
 		"refused_range", "refused_align", "refused_replay",
-		"reply_errors", "exports", "submitted", "card_tx_sent",
+		"refused_throttled", "reply_errors", "ring_errors",
+		"exports", "submitted", "card_tx_sent",
 		"card_rx_queued", "card_rx_refused", "card_rx_dropped",
 	};
 	long long ring, sub0, sent0;
@@ -1236,6 +1360,7 @@ TEST_F(rp, sysfs_rproxy)
 	ASSERT_GE(PEACH2_RP_RING_MAX, ring);
 	ASSERT_EQ(0, ring & (ring - 1));
 	ASSERT_EQ(0, rp_counter("reply_errors"));
+	ASSERT_EQ(0, rp_counter("ring_errors"));
 
 	sub0 = rp_counter("submitted");
 	sent0 = rp_counter("card_tx_sent");
