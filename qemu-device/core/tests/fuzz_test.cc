@@ -2,9 +2,12 @@
 // memory it should not (the test binary runs under ASan/UBSan).
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstring>
 #include <random>
 
 #include "fake_host.h"
+#include "util.h"
 #include "packet.h"
 
 namespace peach2::test {
@@ -95,6 +98,60 @@ TEST(Fuzz, MalformedLinkStreamsAreRefusedNeverApplied) {
                     << "seed " << seed << " corrupted byte " << at << " wrote at " << a;
             }
         }
+    }
+}
+
+TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
+    // A peer sends well-framed RPREQs with random contents: the target card
+    // may only write its ring (each entry stamped with the real source) and
+    // send answers back; nothing else of its memory changes.
+    for (uint64_t seed = 1; seed <= 50; ++seed) {
+        Rng r(seed);
+        FakeHost host;
+        CorePtr c = make_core(host, 1, 2);
+        constexpr uint64_t ring = 0x80000;
+        const uint32_t entries = 1u << r.below(4);
+        peach2_core_reg_write(c.get(), PEACH2_REG_RP_RING_SIZE, entries, 4);
+        peach2_core_reg_write(c.get(), PEACH2_REG_RP_BASE_LO, ring, 8);
+        peach2_core_reg_write(c.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
+        peach2_core_link_attach(c.get(), PEACH2_PORT_W);
+        peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
+        std::vector<uint8_t> stream;
+        peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_HELLO, 0, 0, 0, 0, 16, 0, 0, 0};
+        encode_packet(h, encode_hello({0, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}), stream);
+        const unsigned n = 1 + static_cast<unsigned>(r.below(40));
+        for (unsigned i = 0; i < n; ++i) {
+            std::vector<uint8_t> payload(sizeof(peach2_rp_req));
+            for (auto& b : payload)
+                b = static_cast<uint8_t>(r());
+            if (r.below(2)) {  // half of them with an answerable completion address
+                const uint64_t cpl = r.below(PEACH2_HOST_SIZE / 32) * 32;
+                std::memcpy(payload.data() + offsetof(peach2_rp_req, cpl), &cpl, 8);
+            }
+            const uint64_t addr = r.below(8) ? PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF
+                                             : PEACH2_NODE_BASE(1) + r.below(PEACH2_SLICE_SIZE);
+            peach2_pkt_hdr w{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_RPREQ, 0, 0, 0, 1,
+                             static_cast<uint32_t>(payload.size()), addr, 1 + i, 0};
+            encode_packet(w, payload, stream);
+        }
+        for (size_t pos = 0; pos < stream.size();) {
+            const size_t len = std::min<size_t>(1 + r.below(300), stream.size() - pos);
+            ASSERT_TRUE(peach2_core_link_receive(c.get(), PEACH2_PORT_W, stream.data() + pos, len))
+                << "seed " << seed;
+            pos += len;
+        }
+        const uint32_t tail = reg(c.get(), PEACH2_REG_RP_TAIL);
+        EXPECT_LE(tail, entries) << "seed " << seed;
+        EXPECT_EQ(tail + reg(c.get(), PEACH2_REG_RP_RX_REFUSED) + reg(c.get(), PEACH2_REG_RP_RX_DROPPED), n)
+            << "seed " << seed;
+        for (size_t a = 0; a < host.mem.size(); ++a) {
+            if (host.mem[a] != 0) {
+                ASSERT_TRUE(a >= ring && a < ring + tail * PEACH2_RP_ENTRY_SIZE)
+                    << "seed " << seed << " wrote at " << a;
+            }
+        }
+        for (uint32_t e = 0; e < tail; ++e)
+            EXPECT_EQ(load_le(host.mem.data() + ring + e * PEACH2_RP_ENTRY_SIZE + 2, 2), 0u);
     }
 }
 
