@@ -32,9 +32,12 @@
  *
  * Per source node the thread keeps the last seq it served (replays are
  * refused; the state lives as long as the driver instance, so a reload
- * forgets it) and counts wrong keys and unknown ids: more than
+ * forgets it) and counts wrong keys for existing exports: more than
  * PEACH2_RP_FAIL_MAX in PEACH2_RP_FAIL_WINDOW and the node's requests are
- * refused unseen for PEACH2_RP_FAIL_WINDOW.
+ * refused unseen for PEACH2_RP_FAIL_WINDOW. Unknown ids do not count: a
+ * guess at an export that does not exist cannot hit, and a requester
+ * still asking for an export whose exporter is gone must not be locked
+ * out of the next one.
  *
  * Locks: ctx->exp_lock (a file's export list) before the xarray lock of
  * rp->exports. A lookup by the serving thread takes a reference on the
@@ -72,7 +75,7 @@
 #define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
 #define PEACH2_RP_MIN_BYTES_PER_MS	16000u
-/* Wrong keys and unknown ids a node may send per window before throttling. */
+/* Wrong keys a node may send per window before it is throttled. */
 #define PEACH2_RP_FAIL_MAX	64u
 #define PEACH2_RP_FAIL_WINDOW	HZ
 
@@ -500,11 +503,13 @@ static void peach2_rp_count(struct peach2_rp *rp, u32 status)
  * Check request @r (from a ring entry, src_node and cpl usable). Returns 0
  * with a buffer reference in *bufp and the buffer offset of the first byte
  * in *offp, or the peach2_err code to answer with (*bufp may still hold a
- * reference then). *keyedp tells whether the export id and key matched.
+ * reference then). *idp tells whether the export exists (id) and
+ * *keyedp whether its key matched.
  * Changes no state: the caller records the seq of an accepted request.
  */
 static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
-			   struct peach2_buf **bufp, u64 *offp, bool *keyedp)
+			   struct peach2_buf **bufp, u64 *offp, bool *idp,
+			   bool *keyedp)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_buf *buf = NULL;
@@ -539,6 +544,7 @@ static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
 
 	xa_lock(&rp->exports);
 	exp = xa_load(&rp->exports, r->export_id);
+	*idp = !!exp;
 	if (exp && exp->key == r->key) {
 		*keyedp = true;
 		if (exp->flags & need) {
@@ -797,8 +803,8 @@ static bool peach2_rp_fetch(struct peach2_dev *p2, const void *entry,
 
 /*
  * True if requests from @node are refused unseen now: it sent more than
- * PEACH2_RP_FAIL_MAX wrong keys or unknown ids within PEACH2_RP_FAIL_WINDOW
- * less than PEACH2_RP_FAIL_WINDOW ago.
+ * PEACH2_RP_FAIL_MAX wrong keys within PEACH2_RP_FAIL_WINDOW less than
+ * PEACH2_RP_FAIL_WINDOW ago.
  */
 static bool peach2_rp_throttled(struct peach2_rp *rp, u32 node)
 {
@@ -813,7 +819,7 @@ static bool peach2_rp_throttled(struct peach2_rp *rp, u32 node)
 	return false;
 }
 
-/* @node sent a wrong key or an unknown export id. */
+/* @node sent a wrong key for an existing export. */
 static void peach2_rp_failed(struct peach2_dev *p2, u32 node)
 {
 	struct peach2_rp_src *src = &p2->rp.src[node];
@@ -828,7 +834,7 @@ static void peach2_rp_failed(struct peach2_dev *p2, u32 node)
 		return;
 	src->throttled = true;
 	src->throttle_end = now + PEACH2_RP_FAIL_WINDOW;
-	dev_warn_ratelimited(&p2->pdev->dev, "read proxy: node %u sent more than %u wrong keys or unknown export ids within %u ms: refusing its requests for %u ms\n",
+	dev_warn_ratelimited(&p2->pdev->dev, "read proxy: node %u sent more than %u wrong keys within %u ms: refusing its requests for %u ms\n",
 			     node, PEACH2_RP_FAIL_MAX,
 			     jiffies_to_msecs(PEACH2_RP_FAIL_WINDOW),
 			     jiffies_to_msecs(PEACH2_RP_FAIL_WINDOW));
@@ -843,7 +849,7 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 	struct peach2_rp_req r;
 	u32 status, code;
 	u64 value = 0, off = 0;
-	bool keyed = false;
+	bool found = false, keyed = false;
 
 	if (!peach2_rp_fetch(p2, entry, &r))
 		return;
@@ -853,7 +859,7 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 		status = PEACH2_ERR_RP_NOT_EXPORTED;
 		atomic64_inc(&rp->stats.refused_throttled);
 	} else {
-		status = peach2_rp_check(p2, &r, &buf, &off, &keyed);
+		status = peach2_rp_check(p2, &r, &buf, &off, &found, &keyed);
 		if (!status) {
 			/* Accepted: only now does its seq count. */
 			rp->src[r.src_node].last_seq = r.seq;
@@ -864,7 +870,8 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 				r.op, r.src_node, r.export_id, r.addr, r.len,
 				peach2_err_name(status));
 			peach2_rp_count(rp, status);
-			if (status == PEACH2_ERR_RP_NOT_EXPORTED && !keyed)
+			if (status == PEACH2_ERR_RP_NOT_EXPORTED && found &&
+			    !keyed)
 				peach2_rp_failed(p2, r.src_node);
 		}
 	}

@@ -1094,8 +1094,9 @@ TEST_F(rp, refusals)
 }
 
 /*
- * Submit @n requests like @s (wrong keys or ids) at once, each to its own
- * record from @slot0 on, and expect every answer to be RP_NOT_EXPORTED.
+ * Submit @n requests like @s at once (@vary_key 1: wrong keys, 2: unknown
+ * ids), each to its own record from @slot0 on, and expect every answer to
+ * be RP_NOT_EXPORTED.
  */
 static void refused_batch(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(rp) *self, struct peach2_rp_submit *s,
@@ -1130,12 +1131,13 @@ static void refused_batch(struct __test_metadata *_metadata,
 }
 
 /*
- * Key guessing: more than 64 wrong keys or unknown ids from one node within
- * 1 s and the target refuses every request from that node for 1 s, unseen
+ * Key guessing: more than 64 wrong keys from one node within 1 s and the
+ * target refuses every request from that node for 1 s, unseen
  * (RP_NOT_EXPORTED, counted in refused_throttled), even one with the right
  * key. Afterwards the node is served again: the wrong requests left no
- * state behind (their seq is not recorded either). Refusals with the right
- * key (a permission the export lacks) do not count.
+ * state behind (their seq is not recorded either). Unknown ids (an export
+ * that is gone) and refusals with the right key (a permission the export
+ * lacks) do not count.
  */
 TEST_F(rp, key_guess_throttle)
 {
@@ -1166,14 +1168,20 @@ TEST_F(rp, key_guess_throttle)
 		       c.status);
 	}
 
-	/* 50 wrong keys and 50 unknown ids, all at once. */
+	/* 100 unknown ids: no throttle either. */
+	s = rp_read(self->me, id, key, self->src_bus, 256, dh, 0, ch, 0);
+	refused_batch(_metadata, self, &s, 100, 1, 2);
+	ASSERT_EQ(0, rp_do(self->fd, &good, self->cpl.p, &c));
+	ASSERT_EQ(0U, c.status) {
+		TH_LOG("unknown ids throttled the node: status %u", c.status);
+	}
+
+	/* 100 wrong keys, all at once. */
 	ne0 = rp_counter("refused_not_exported");
 	thr0 = rp_counter("refused_throttled");
 	ASSERT_LE(0, thr0);
 	t0 = now_s();
-	s = rp_read(self->me, id, key, self->src_bus, 256, dh, 0, ch, 0);
-	refused_batch(_metadata, self, &s, 50, 1, 1);
-	refused_batch(_metadata, self, &s, 50, 51, 2);
+	refused_batch(_metadata, self, &s, 100, 1, 1);
 	/* The right key within the same second: refused unseen. */
 	good.cpl_offset = 32 * 101;
 	memset(self->dst.p, 0x77, 256);
