@@ -1350,6 +1350,7 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 		goto err_running;
 	}
 	/* From here on the run completes on its own. */
+	req.channel = ch;		/* tell which one "any" picked */
 
 	if (copy_to_user(argp, &req, sizeof(req))) {
 		ret = -EFAULT;

@@ -914,6 +914,26 @@ TEST_F(dma, copy_start_wait_inline)
 	ASSERT_EQ(0, memcmp(self->a.p, self->b.p, BUF_SIZE));
 	/* Waited inline: the ticket is used up. */
 	ASSERT_EQ(ENOENT, dma_wait(self->fd, s.ticket, 0, NULL, NULL));
+	/* The channel asked for is the one reported. */
+	ASSERT_EQ(2U, s.channel);
+}
+
+TEST_F(dma, start_reports_the_channel_any_picked)
+{
+	struct peach2_xfer x = xcopy(self->a.a.handle, 0, self->b.a.handle, 0,
+				     4096);
+	struct peach2_dma_start s;
+	uint32_t seen = 0;
+
+	NEED_DEVICE();
+	for (int i = 0; i < 16; i++) {
+		ASSERT_EQ(0, start_xfers(self->fd, &x, 1, PEACH2_DMA_WAIT,
+					 PEACH2_DMA_ANY_CHANNEL, 5000, &s));
+		ASSERT_EQ(0U, s.status);
+		ASSERT_GT(PEACH2_DMA_CHANNELS, s.channel);
+		seen |= 1U << s.channel;
+	}
+	ASSERT_NE(0U, seen);
 }
 
 TEST_F_TIMEOUT(dma, copy_multi_chunk, 120)

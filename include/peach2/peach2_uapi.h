@@ -148,7 +148,8 @@ struct peach2_dma_start {
 	__u32 count;          /* in: one-shot: number of transfers */
 	__u64 xfers;          /* in: one-shot: user pointer to peach2_xfer[count] */
 	__u32 flags;          /* in: PEACH2_DMA_* */
-	__u32 channel;        /* in: 0..3 or PEACH2_DMA_ANY_CHANNEL */
+	__u32 channel;        /* in: 0..3 or PEACH2_DMA_ANY_CHANNEL;
+			       * out: the channel the run was queued on */
 	__u32 timeout_ms;     /* in: with PEACH2_DMA_WAIT; 0 = no limit */
 	__u32 status;         /* out (WAIT): 0 done, else a peach2_err code */
 	__u64 ticket;         /* out: completion ticket, increasing per fd */
