@@ -2,9 +2,11 @@
 # make bench: the benchmarks; tables on stdout, CSV in build/bench/.
 #   1. PIO ping-pong (demo.py --bench; arguments go to it)
 #   2. DMA latency and bandwidth in every descriptor mode (bench-dma.py)
-#   3. read proxy: get latency/bandwidth and CAS/FAA beside put (bench-get.py)
+#   3. read proxy: get latency/bandwidth and CAS/FAA beside put (bench-get.py),
+#      drawn as build/bench/get.svg (plot-bench.py)
 set -e
 here=$(dirname "$0")
 /usr/bin/python3 "$here/demo.py" --bench "$@"
 /usr/bin/python3 "$here/bench-dma.py"
-exec /usr/bin/python3 "$here/bench-get.py"
+/usr/bin/python3 "$here/bench-get.py"
+exec /usr/bin/python3 "$here/plot-bench.py"
