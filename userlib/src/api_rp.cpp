@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // C API: one-sided get and remote atomics (read proxy). A request is
 // checked and planned under the library mutex (buffers must not change
-// meanwhile), then submitted and polled without it. Blocking calls keep
-// their request on the stack; non-blocking ones park it in the context's
-// table under tcaRequest.id.
+// meanwhile; a get pins its destination buffer against tcaFree), then
+// submitted and polled without it. Blocking calls keep their request to
+// themselves; non-blocking ones park it in the context's table under
+// tcaRequest.id (entered before anything is sent, so that an error return
+// means nothing was sent). One caller at a time may poll or cancel a parked
+// request: a concurrent second one gets -EBUSY.
 #include "api_guard.hpp"
 #include "handle.hpp"
 #include "library.hpp"
@@ -51,6 +54,35 @@ struct Prepared {
 	RpTarget target;
 	std::uint32_t reply_buffer = 0;
 	std::vector<RpPiece> pieces;
+	RpPin pin; // the get's destination buffer
+};
+
+// Is *req a request still in this process's table (not to be overwritten)?
+bool still_pending(const tcaRequest &req)
+{
+	if (req.id == 0)
+		return false;
+	Context *c = context_if_open();
+	RpState *rp = c ? c->rp_if_ready() : nullptr;
+	return rp && rp->known(req.id);
+}
+
+// The exclusive right to poll or cancel a parked request.
+class Claim {
+public:
+	explicit Claim(RpOp &op) noexcept : op_(op), held_(op.claim()) {}
+	Claim(const Claim &) = delete;
+	Claim &operator=(const Claim &) = delete;
+	~Claim()
+	{
+		if (held_)
+			op_.unclaim();
+	}
+	explicit operator bool() const noexcept { return held_; }
+
+private:
+	RpOp &op_;
+	bool held_;
 };
 
 int prepare_get(void *dst, const tcaHandle &src, std::uint64_t off, std::uint64_t len, Prepared *p)
@@ -66,7 +98,10 @@ int prepare_get(void *dst, const tcaHandle &src, std::uint64_t off, std::uint64_
 		if (int rc = plan_get(side, src, off, len, &p->pieces))
 			return rc;
 		p->reply_buffer = side.buffer;
-		return c.rp(&p->rp);
+		if (int rc = c.rp(&p->rp))
+			return rc;
+		p->pin = p->rp->pins().pin(side.buffer);
+		return 0;
 	});
 }
 
@@ -89,26 +124,34 @@ int prepare_atomic(const tcaHandle &h, std::uint64_t off, std::uint32_t op, std:
 	});
 }
 
-std::unique_ptr<RpOp> make_op(Prepared &p)
+std::shared_ptr<RpOp> make_op(Prepared &p)
 {
 	const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
-	return std::make_unique<RpOp>(p.rp->port(), p.rp->area(), p.target, p.reply_buffer,
-				      std::move(p.pieces), deadline);
+	return std::make_shared<RpOp>(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer,
+				      std::move(p.pieces), deadline, std::move(p.pin));
 }
 
-// Non-blocking: start, and park the request unless it ended already.
+// Non-blocking: park the request (allocations first: nothing may fail once
+// a piece is out), start it, and take it out again if it ended already.
 int submit_nb(Prepared &p, tcaRequest *req)
 {
-	std::unique_ptr<RpOp> op = make_op(p);
-	const int rc = op->start(monotonic_ns());
+	std::shared_ptr<RpOp> op = make_op(p);
+	int rc;
+	std::uint64_t id;
+	{
+		Claim claim(*op); // nobody polls it before it started
+		id = p.rp->add(op);
+		rc = op->start(monotonic_ns());
+	}
 	if (rc != 1) {
 		// Answered already (a fast target), or nothing could be sent.
+		p.rp->take(id);
 		ended(req, op->outcome());
 		return op->sent_any() ? 0 : rc;
 	}
 	tcaRequest r{};
 	r.pieces = op->outcome().pieces;
-	r.id = p.rp->add(std::move(op));
+	r.id = id;
 	*req = r;
 	return 0;
 }
@@ -116,7 +159,7 @@ int submit_nb(Prepared &p, tcaRequest *req)
 // Blocking: start and wait; the outcome in *out.
 int submit_wait(Prepared &p, RpOutcome *out)
 {
-	std::unique_ptr<RpOp> op = make_op(p);
+	std::shared_ptr<RpOp> op = make_op(p);
 	int rc = op->start(monotonic_ns());
 	if (rc == 1)
 		rc = wait_op(*op, 0);
@@ -133,9 +176,12 @@ int collect(tcaRequest *req, int timeout_ms, bool once)
 		return req->result;
 	Context *c = context_if_open();
 	RpState *rp = c ? c->rp_if_ready() : nullptr;
-	RpOp *op = rp ? rp->find(req->id) : nullptr;
+	const std::shared_ptr<RpOp> op = rp ? rp->find(req->id) : nullptr;
 	if (!op)
 		return -ENOENT;
+	const Claim claim(*op);
+	if (!claim)
+		return -EBUSY; // another thread is polling or cancelling it
 	int rc;
 	if (once) {
 		rc = op->poll(monotonic_ns());
@@ -146,8 +192,8 @@ int collect(tcaRequest *req, int timeout_ms, bool once)
 	}
 	if (rc == 1)
 		return once ? 1 : -ETIMEDOUT;
-	const std::unique_ptr<RpOp> done = rp->take(req->id);
-	ended(req, done->outcome());
+	rp->take(req->id); // gone already if it was cancelled meanwhile
+	ended(req, op->outcome());
 	return rc;
 }
 
@@ -159,9 +205,11 @@ int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len, tca
 {
 	if (!req)
 		return -EINVAL;
-	if (!dst || !src)
-		return refused(req, -EINVAL);
 	return guarded([&] {
+		if (still_pending(*req))
+			return -EBUSY; // *req left alone
+		if (!dst || !src)
+			return refused(req, -EINVAL);
 		Prepared p;
 		if (int rc = prepare_get(dst, *src, src_offset, len, &p))
 			return refused(req, rc);
@@ -186,9 +234,11 @@ int tcaCasNB(const tcaHandle *h, size_t offset, uint64_t compare, uint64_t swap,
 {
 	if (!req)
 		return -EINVAL;
-	if (!h)
-		return refused(req, -EINVAL);
 	return guarded([&] {
+		if (still_pending(*req))
+			return -EBUSY; // *req left alone
+		if (!h)
+			return refused(req, -EINVAL);
 		Prepared p;
 		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_CAS, compare, swap, &p))
 			return refused(req, rc);
@@ -216,9 +266,11 @@ int tcaFaaNB(const tcaHandle *h, size_t offset, uint64_t add, tcaRequest *req)
 {
 	if (!req)
 		return -EINVAL;
-	if (!h)
-		return refused(req, -EINVAL);
 	return guarded([&] {
+		if (still_pending(*req))
+			return -EBUSY; // *req left alone
+		if (!h)
+			return refused(req, -EINVAL);
 		Prepared p;
 		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_FAA, add, 0, &p))
 			return refused(req, rc);
@@ -261,9 +313,13 @@ int tcaCancel(tcaRequest *req)
 	return guarded([&] {
 		Context *c = context_if_open();
 		RpState *rp = c ? c->rp_if_ready() : nullptr;
-		std::unique_ptr<RpOp> op = rp ? rp->take(req->id) : nullptr;
+		const std::shared_ptr<RpOp> op = rp ? rp->find(req->id) : nullptr;
 		if (!op)
 			return -ENOENT;
+		const Claim claim(*op);
+		if (!claim)
+			return -EBUSY; // another thread is polling it
+		rp->take(req->id);
 		op->cancel();
 		ended(req, op->outcome());
 		return 0;

@@ -3,6 +3,7 @@
 
 #include "handle.hpp"
 #include "range.hpp"
+#include "rp_wait.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -143,6 +144,9 @@ int Context::free(void *ptr)
 	const auto it = buffers_.find(reinterpret_cast<std::uintptr_t>(ptr));
 	if (it == buffers_.end())
 		return TCA_ENOTBUF;
+	// A pending get of this process still replies into it.
+	if (rp_ && rp_->pins().busy(it->second->id(), monotonic_ns()))
+		return -EBUSY;
 	for (const tcaChunk &piece : it->second->pieces)
 		by_global_.erase(piece.global_addr);
 	// The driver ends the buffer's exports when it frees it.

@@ -47,6 +47,7 @@ public:
 
 	int alloc(std::size_t size, void **ptr);
 	// Frees a tcaMalloc buffer; the driver ends its exports with it.
+	// -EBUSY while a pending get (before its deadline) replies into it.
 	int free(void *ptr);
 	// A driver buffer of `size` bytes for the library's own use (mapped,
 	// zeroed, chunk list read; not one of the tcaMalloc buffers).
@@ -70,7 +71,8 @@ public:
 			 tcaHandle *out);
 	// Ends one of this process's exports: TCA_ENOTEXPORTED if unknown.
 	int unexport(std::uint32_t export_id, std::uint32_t key);
-	// The completion pool and request registry, created on first use.
+	// The completion areas and request registry, created on first use; a
+	// fresh area is added when the current one has too many retired slots.
 	int rp(RpState **out);
 	// The same without the library mutex: nullptr before the first use.
 	RpState *rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }

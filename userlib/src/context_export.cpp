@@ -67,10 +67,16 @@ int Context::rp(RpState **out)
 {
 	if (!rp_) {
 		std::unique_ptr<DriverBuffer> buf;
-		if (int rc = new_buffer(RpState::kSlots * sizeof(peach2_rp_cpl), &buf))
+		if (int rc = new_buffer(CplAreas::kBytes, &buf))
 			return rc;
 		rp_ = std::make_unique<RpState>(dma_->port(), std::move(buf));
 		rp_fast_.store(rp_.get(), std::memory_order_release);
+	} else if (rp_->areas().wants_fresh()) {
+		// Too many retired slots: new requests take theirs from a fresh
+		// area. If it cannot be had, carry on with the current one.
+		std::unique_ptr<DriverBuffer> buf;
+		if (new_buffer(CplAreas::kBytes, &buf) == 0)
+			rp_->areas().add(std::move(buf));
 	}
 	*out = rp_.get();
 	return 0;

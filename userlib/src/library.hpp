@@ -31,7 +31,10 @@ int with_context(Fn &&fn)
 // first time. The pointer stays valid until tcaFinalize().
 int context_fast(Context **out);
 
-// The open context or nullptr; never opens. For callers holding the lock.
+// The open context or nullptr; never opens. Lock-free (an atomic load):
+// callers that do not hold the lock (tcaTest/tcaWait/tcaCancel) rely on
+// tcaFinalize() not running concurrently with any other call, as tca.h
+// requires; methods that need the lock must still take it.
 Context *context_if_open();
 
 // Closes the device and forgets the context.

@@ -4,11 +4,13 @@
 // peach2_rp_cpl into a slot; its tag last). Each request in flight owns one
 // slot. A slot whose request was given up (timeout, cancel) is retired, not
 // freed: the late answer could still arrive and must not be taken for the
-// answer to a later request.
+// answer to a later request. A pool with many retired slots is replaced by
+// a fresh area (rp_areas.hpp); the old one stays until tcaFinalize.
 #pragma once
 
 #include <peach2/peach2_hw.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -58,8 +60,9 @@ public:
 	// The tag of a slot (acquire: the rest of the record is read after it).
 	std::uint64_t tag(std::uint32_t slot) const noexcept
 	{
-		return __atomic_load_n(reinterpret_cast<const std::uint64_t *>(record(slot) + 24),
-				       __ATOMIC_ACQUIRE);
+		// The slot is 32-byte aligned in a mapping: the tag is 8-aligned.
+		std::uint64_t &t = *reinterpret_cast<std::uint64_t *>(base_ + kRecord * slot + 24);
+		return std::atomic_ref<std::uint64_t>(t).load(std::memory_order_acquire);
 	}
 	// The record, read after tag() matched.
 	peach2_rp_cpl read(std::uint32_t slot) const noexcept;

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: MIT
-// The read proxy's per-context state: the completion records (one driver
-// buffer of kSlots 32-byte slots, allocated on first use) and the table of
-// pending non-blocking requests, which tcaRequest.id names.
+// The read proxy's per-context state: the completion areas (driver buffers
+// of 32-byte slots, the first allocated on first use), the pins of get
+// destinations, and the table of pending non-blocking requests, which
+// tcaRequest.id names.
+//
+// Request ids come from one process-wide counter that never restarts (not
+// after tcaFinalize/tcaInit either), so a stale tcaRequest never names
+// another request. The table hands out shared ownership: a request found by
+// one thread stays alive while another removes it; RpOp::claim() keeps two
+// threads from polling it at once.
 #pragma once
 
-#include "driver_buffer.hpp"
 #include "dma_port.hpp"
+#include "driver_buffer.hpp"
+#include "rp_areas.hpp"
 #include "rp_op.hpp"
-#include "rp_slots.hpp"
+#include "rp_pins.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -18,28 +26,32 @@ namespace tca {
 
 class RpState {
 public:
-	static constexpr std::uint32_t kSlots = 4096;
-
-	// Takes the buffer (at least kSlots * 32 bytes, mapped).
-	RpState(DriverPort &port, std::unique_ptr<DriverBuffer> buffer);
+	// Takes the first area's buffer (at least CplAreas::kBytes, mapped).
+	RpState(DriverPort &port, std::unique_ptr<DriverBuffer> buffer)
+		: port_(port), areas_(std::move(buffer))
+	{
+	}
 	RpState(const RpState &) = delete;
 	RpState &operator=(const RpState &) = delete;
 
 	DriverPort &port() noexcept { return port_; }
-	CplArea &area() noexcept { return area_; }
+	CplAreas &areas() noexcept { return areas_; }
+	RpPins &pins() noexcept { return pins_; }
 
-	// Pending requests (thread-safe). add: the id (never 0).
-	std::uint64_t add(std::unique_ptr<RpOp> op);
-	RpOp *find(std::uint64_t id);
-	std::unique_ptr<RpOp> take(std::uint64_t id);
+	// Pending requests (thread-safe). add: a new id (never 0, never
+	// handed out before in this process).
+	std::uint64_t add(std::shared_ptr<RpOp> op);
+	std::shared_ptr<RpOp> find(std::uint64_t id);
+	// Removes it from the table (nullptr if unknown).
+	std::shared_ptr<RpOp> take(std::uint64_t id);
+	bool known(std::uint64_t id);
 
 private:
 	DriverPort &port_;
-	std::unique_ptr<DriverBuffer> buffer_;
-	CplArea area_;
+	CplAreas areas_;
+	RpPins pins_;
 	std::mutex mutex_;
-	std::unordered_map<std::uint64_t, std::unique_ptr<RpOp>> ops_;
-	std::uint64_t last_id_ = 0;
+	std::unordered_map<std::uint64_t, std::shared_ptr<RpOp>> ops_;
 };
 
 } // namespace tca

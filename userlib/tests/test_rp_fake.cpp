@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -88,7 +89,7 @@ protected:
 	{
 		tca::RpState *rp = tca::context_if_open()->rp_if_ready();
 		EXPECT_NE(nullptr, rp);
-		return rp->area().slots();
+		return rp->areas().current().slots();
 	}
 
 	static std::string dir_;
@@ -378,4 +379,175 @@ TEST_F(FakeRp, Atomics)
 	EXPECT_EQ(999u, l.back().operand[0]);
 	EXPECT_EQ(5u, l.back().operand[1]);
 	EXPECT_EQ(0u, l.back().reply_handle);
+}
+
+TEST_F(FakeRp, LinkQueueFullIsRetriedUntilTheDeadline)
+{
+	auto *mem = reinterpret_cast<std::uint64_t *>(alloc(16384, 16384, 10));
+	unsigned char *dst = alloc(16384, 16384);
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(mem, 0, TCA_EXPORT_READ | TCA_EXPORT_ATOMIC, &h));
+	ASSERT_EQ(0, tcaGet(dst, &h, 0, 64)); // creates the pool
+	const std::uint32_t free_before = slots().free_count(), retired = slots().retired_count();
+	mem[0] = 7;
+	const std::size_t logged = log().size();
+	fake_rp_control("eagain", 5);
+	tcaRequest r{};
+	ASSERT_EQ(0, tcaCasNB(&h, 0, 7, 8, &r)) << "-EAGAIN from RP_SUBMIT is not an error";
+	EXPECT_EQ(0, tcaWait(&r, 0));
+	EXPECT_EQ(7u, r.value);
+	EXPECT_EQ(8u, mem[0]);
+	EXPECT_EQ(5u, r.retries);
+	EXPECT_EQ(logged + 1, log().size()) << "sent once, when the queue had room";
+	fake_rp_control("eagain", 3);
+	ASSERT_EQ(0, tcaGet(dst, &h, 64, 4096));
+	EXPECT_EQ(0, std::memcmp(dst, reinterpret_cast<unsigned char *>(mem) + 64, 4096));
+	// Never clears: the request's deadline ends it; the slot comes back.
+	fake_rp_control("eagain", 1000000000);
+	const auto t0 = std::chrono::steady_clock::now();
+	std::uint64_t old = 0;
+	EXPECT_EQ(-ETIMEDOUT, tcaFaa(&h, 0, 1, &old));
+	const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+		std::chrono::steady_clock::now() - t0).count();
+	EXPECT_GE(ms, kTimeoutMs - 5);
+	EXPECT_LT(ms, kTimeoutMs + 2000);
+	EXPECT_EQ(8u, mem[0]);
+	EXPECT_EQ(free_before, slots().free_count()) << "nothing was sent: the slot is free again";
+	EXPECT_EQ(retired, slots().retired_count());
+}
+
+TEST_F(FakeRp, EfaultAfterSendingRetiresTheSlot)
+{
+	unsigned char *src = alloc(16384, 16384, 11), *dst = alloc(16384, 16384);
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+	ASSERT_EQ(0, tcaGet(dst, &h, 0, 64));
+	const std::uint32_t retired = slots().retired_count();
+	fake_rp_control("efault", 1);
+	tcaRequest r{};
+	EXPECT_EQ(0, tcaGetNB(dst, &h, 0, 64, &r)) << "it may have been sent";
+	EXPECT_EQ(0u, r.id);
+	EXPECT_EQ(-EFAULT, r.result);
+	EXPECT_EQ(-EFAULT, tcaWait(&r, 0));
+	EXPECT_EQ(retired + 1, slots().retired_count());
+	const std::uint64_t dead = log().back().cpl_offset;
+	fake_rp_control("efault", 1);
+	EXPECT_EQ(-EFAULT, tcaGet(dst, &h, 0, 64));
+	EXPECT_EQ(retired + 2, slots().retired_count());
+	for (int i = 0; i < 20; ++i)
+		ASSERT_EQ(0, tcaGet(dst, &h, 0, 64));
+	const auto l = log();
+	for (std::size_t i = l.size() - 20; i < l.size(); ++i)
+		EXPECT_NE(dead, l[i].cpl_offset) << "a retired slot came back";
+}
+
+TEST_F(FakeRp, NonBlockingCallOnAPendingRequestIsBusy)
+{
+	auto *mem = alloc(16384, 16384, 12);
+	unsigned char *dst = alloc(16384, 16384);
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(mem, 0, TCA_EXPORT_READ | TCA_EXPORT_ATOMIC, &h));
+	fake_rp_control("delay_us", 200000);
+	tcaRequest r{};
+	ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 64, &r));
+	ASSERT_NE(0u, r.id);
+	const tcaRequest copy = r;
+	EXPECT_EQ(-EBUSY, tcaGetNB(dst, &h, 0, 64, &r));
+	EXPECT_EQ(-EBUSY, tcaGetNB(nullptr, &h, 0, 64, &r));
+	EXPECT_EQ(-EBUSY, tcaCasNB(&h, 0, 0, 1, &r));
+	EXPECT_EQ(-EBUSY, tcaFaaNB(&h, 0, 1, &r));
+	EXPECT_EQ(0, std::memcmp(&copy, &r, sizeof r)) << "*req left alone";
+
+	// A second thread collecting the same request at the same time.
+	int first = 1;
+	std::thread waiter([&] { first = tcaWait(&r, 0); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(30));
+	tcaRequest twin = copy;
+	EXPECT_EQ(-EBUSY, tcaTest(&twin));
+	EXPECT_EQ(-EBUSY, tcaCancel(&twin));
+	waiter.join();
+	EXPECT_EQ(0, first);
+	EXPECT_EQ(0u, r.id);
+	EXPECT_EQ(-ENOENT, tcaTest(&twin)) << "gone from the table";
+	EXPECT_EQ(-ENOENT, tcaCancel(&twin));
+	fake_rp_control("delay_us", 0);
+	ASSERT_EQ(0, tcaFaaNB(&h, 0, 1, &r)) << "an ended request may be reused";
+	EXPECT_EQ(0, tcaWait(&r, 0));
+}
+
+TEST_F(FakeRp, RequestIdsNeverRepeatAcrossFinalize)
+{
+	unsigned char *src = alloc(16384, 16384, 13), *dst = alloc(16384, 16384);
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+	fake_rp_control("drop", 1);
+	tcaRequest stale{};
+	ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 64, &stale));
+	ASSERT_NE(0u, stale.id);
+	bufs_.clear();
+	tcaFinalize();
+	ASSERT_EQ(0, tcaInit());
+	src = alloc(16384, 16384, 13);
+	dst = alloc(16384, 16384);
+	ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+	fake_rp_control("delay_us", 50000);
+	tcaRequest fresh{};
+	ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 64, &fresh));
+	EXPECT_GT(fresh.id, stale.id);
+	EXPECT_EQ(-ENOENT, tcaTest(&stale)) << "a stale request names nothing";
+	EXPECT_EQ(0, tcaWait(&fresh, 0));
+}
+
+TEST_F(FakeRp, FreeRefusesABufferAPendingGetRepliesInto)
+{
+	unsigned char *src = alloc(16384, 16384, 14);
+	unsigned char *dst = alloc(16384, 16384);
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+	fake_rp_control("delay_us", 100000);
+	tcaRequest r{};
+	ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 64, &r));
+	EXPECT_EQ(-EBUSY, tcaFree(dst));
+	EXPECT_EQ(0, tcaWait(&r, 0));
+	bufs_.pop_back();
+	EXPECT_EQ(0, tcaFree(dst));
+	// Past its deadline a request no longer holds the buffer.
+	fake_rp_control("delay_us", 0);
+	dst = alloc(16384, 16384);
+	fake_rp_control("drop", 1);
+	ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 64, &r));
+	EXPECT_EQ(-EBUSY, tcaFree(dst));
+	std::this_thread::sleep_for(std::chrono::milliseconds(kTimeoutMs + 50));
+	bufs_.pop_back();
+	EXPECT_EQ(0, tcaFree(dst));
+	EXPECT_EQ(-ETIMEDOUT, tcaWait(&r, 0));
+}
+
+TEST_F(FakeRp, RetiredSlotsGetAFreshArea)
+{
+	const std::size_t n = 1u << 20;
+	unsigned char *src = alloc(n, n, 15);
+	unsigned char *dst = alloc(n, 4096); // 256 chunks: 256 pieces per get
+	tcaHandle h;
+	ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+	ASSERT_EQ(0, tcaGet(dst, &h, 0, 64));
+	fake_rp_control("drop", 1000000000); // a target that never answers
+	std::uint64_t timed_out = 0;
+	for (int batch = 0; batch < 3; ++batch) {
+		std::vector<tcaRequest> rs(8);
+		for (tcaRequest &r : rs) {
+			ASSERT_EQ(0, tcaGetNB(dst, &h, 0, n, &r)) << "batch " << batch;
+			ASSERT_EQ(256u, r.pieces);
+		}
+		for (tcaRequest &r : rs) {
+			EXPECT_EQ(-ETIMEDOUT, tcaWait(&r, 0));
+			timed_out += r.pieces;
+		}
+	}
+	EXPECT_GT(timed_out, 4096u);
+	fake_rp_control("reset", 0);
+	std::memset(dst, 0, n);
+	ASSERT_EQ(0, tcaGet(dst, &h, 0, n)) << "the pool was not exhausted";
+	EXPECT_EQ(0, std::memcmp(dst, src, n));
+	EXPECT_GE(tca::context_if_open()->rp_if_ready()->areas().count(), 3u);
 }

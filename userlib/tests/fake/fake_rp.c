@@ -13,7 +13,10 @@
  * Test controls (called through weak symbols by the tests, which run with
  * this library preloaded): fake_rp_control("full", n) answers the next n
  * requests RP_FULL as a full ring would; ("drop", n) never answers the next
- * n; ("delay_us", d) answers after d µs from a thread; ("reset", 0).
+ * n; ("delay_us", d) answers after d µs from a thread; ("eagain", n) makes
+ * the next n RP_SUBMITs return -EAGAIN (link send queue full: nothing sent,
+ * not logged); ("efault", n) makes the next n return -EFAULT after sending
+ * (answered and logged, as if copying the tag back failed); ("reset", 0).
  * fake_rp_log() returns the submissions seen (the last FAKE_RP_LOG).
  * What it cannot model: replay checks, timing, the ring, interrupts.
  */
@@ -57,7 +60,7 @@ struct fake_export_table {
 static struct fake_export_table *tables[PEACH2_MAX_NODES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last_seq;
-static long ctl_full, ctl_drop, ctl_delay_us;
+static long ctl_full, ctl_drop, ctl_delay_us, ctl_eagain, ctl_efault;
 static struct peach2_rp_submit rp_log[FAKE_RP_LOG];
 static unsigned rp_log_n;
 
@@ -289,6 +292,16 @@ static int do_submit(struct peach2_rp_submit *s)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	pthread_mutex_lock(&lock);
+	if (ctl_eagain > 0) {
+		--ctl_eagain;
+		pthread_mutex_unlock(&lock);
+		return -EAGAIN;
+	}
+	int fault = 0;
+	if (ctl_efault > 0) {
+		--ctl_efault;
+		fault = 1;
+	}
 	last_seq = now > last_seq ? now : last_seq + 1;
 	s->tag = last_seq;
 	rp_log[rp_log_n++ % FAKE_RP_LOG] = *s;
@@ -303,10 +316,10 @@ static int do_submit(struct peach2_rp_submit *s)
 	}
 	pthread_mutex_unlock(&lock);
 	if (drop)
-		return 0;
+		return fault ? -EFAULT : 0;
 	if (delay <= 0) {
 		answer(s, full);
-		return 0;
+		return fault ? -EFAULT : 0;
 	}
 	struct delayed *d = malloc(sizeof *d);
 	pthread_t th;
@@ -320,7 +333,7 @@ static int do_submit(struct peach2_rp_submit *s)
 		return -EAGAIN;
 	}
 	pthread_detach(th);
-	return 0;
+	return fault ? -EFAULT : 0;
 }
 
 int fake_is_rp_ioctl(unsigned long req)
@@ -349,8 +362,12 @@ void fake_rp_control(const char *what, long value)
 		ctl_drop = value;
 	else if (!strcmp(what, "delay_us"))
 		ctl_delay_us = value;
+	else if (!strcmp(what, "eagain"))
+		ctl_eagain = value;
+	else if (!strcmp(what, "efault"))
+		ctl_efault = value;
 	else if (!strcmp(what, "reset")) {
-		ctl_full = ctl_drop = ctl_delay_us = 0;
+		ctl_full = ctl_drop = ctl_delay_us = ctl_eagain = ctl_efault = 0;
 		rp_log_n = 0;
 	}
 	pthread_mutex_unlock(&lock);
