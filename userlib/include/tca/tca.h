@@ -116,7 +116,12 @@ TCA_API int tcaMalloc(void **ptr, size_t size);
 
 /* Frees a buffer; `ptr` must be the address tcaMalloc returned. Peers must
  * have stopped writing into it first (agree on that, e.g. with a final
- * tcaExchange as a barrier): afterwards the pages may belong to someone else. */
+ * tcaExchange as a barrier): afterwards the pages may belong to someone else.
+ * The same holds for this process's own gets (tcaGet/tcaGetNB) into it:
+ * -EBUSY while one that is still pending (before its request timeout)
+ * replies into the buffer; but a get that was cancelled, timed out, or not
+ * collected before its timeout may still be answered late and then writes
+ * into the freed pages, which may by then belong to another process. */
 TCA_API int tcaFree(void *ptr);
 
 /* ---- Handles ------------------------------------------------------------- */
@@ -415,14 +420,31 @@ TCA_API size_t tcaPioMax(void);
  * target's code, e.g. RP_RANGE, RP_OFF: no driver there), TCA_EDEVICE
  * (a malformed answer), -ETIMEDOUT (no answer within the request timeout:
  * 10 s, or $TCA_RP_TIMEOUT_MS read once), or a submission error from the
- * driver: -EHOSTUNREACH (no route, link down), -ENXIO, -ENODEV. A target
- * whose request queue is full answers RP_FULL; the library resubmits after
- * a short backoff until the request timeout (request.retries counts them).
+ * driver: -EHOSTUNREACH (no route, link down), -ENXIO, -ENODEV, -EINVAL,
+ * -EOPNOTSUPP, or -EFAULT (the driver could not return a request's tag: it
+ * may have been sent; its completion slot is never reused). A target whose
+ * request queue is full answers RP_FULL, and a link whose send queue is full
+ * refuses a submission (the driver's -EAGAIN: nothing was sent); in both
+ * cases the library resubmits after a short backoff until the request
+ * timeout (request.retries counts them); neither is an error by itself.
  * Blocking calls are a non-blocking call followed by tcaWait.
  *
  * Threads: any number of threads may submit and poll concurrently, each
- * tcaRequest from one thread at a time. Up to 4096 requests (pieces of a
- * get count one each) may be pending per process (-EAGAIN beyond). */
+ * tcaRequest from one thread at a time; a second thread that calls tcaTest,
+ * tcaWait or tcaCancel on a request another thread is polling or cancelling
+ * at that moment gets -EBUSY. Request ids are unique within the process,
+ * also across tcaFinalize/tcaInit: a tcaRequest left over from before
+ * answers -ENOENT.
+ *
+ * Completion slots. Every piece in flight (a CAS/FAA is one piece, a get
+ * one per 4 MiB or destination chunk, at most 256 of one request in flight
+ * at once) holds one of 4096 completion slots per process; a call that
+ * finds none free and has nothing of its own in flight gets -EAGAIN. A slot
+ * whose piece was given up while in flight (timeout, tcaCancel) is retired:
+ * never reused, since its answer may still come. When half of the slots are
+ * retired (or none is free and some are), new requests take their slots
+ * from a fresh set of 4096 (a new 128 KiB driver buffer); the old ones stay
+ * allocated until tcaFinalize. */
 
 #define TCA_EXPORT_READ   (1u << 0) /* tcaGet allowed */
 #define TCA_EXPORT_ATOMIC (1u << 1) /* tcaCas / tcaFaa allowed */
@@ -450,7 +472,8 @@ typedef struct tcaRequest {
 			       * of the first failing piece, 0 if none */
 	uint64_t value;       /* CAS/FAA: the value before the operation */
 	uint64_t bytes;       /* get: bytes delivered */
-	uint32_t retries;     /* RP_FULL answers that were resubmitted */
+	uint32_t retries;     /* resubmissions: RP_FULL answers, and submissions
+			       * the link refused (send queue full) */
 	uint32_t pieces;      /* requests the call was split into */
 } tcaRequest;
 
@@ -460,8 +483,15 @@ typedef struct tcaRequest {
  * *req has then ended with that error. len == 0 ends at once with 0.
  * Errors before anything is sent:
  * -EINVAL, TCA_EBADHANDLE, TCA_ENOTEXPORTED (handle without export),
- * TCA_ENODE, TCA_ERANGE, TCA_ENOTBUF (dst), TCA_EALIGN, -EAGAIN (no free
- * completion slot), and the driver's -EHOSTUNREACH, -ENXIO, -ENODEV. */
+ * TCA_ENODE, TCA_ERANGE, TCA_ENOTBUF (dst), TCA_EALIGN, -EAGAIN (every
+ * completion slot is held by a piece in flight: see "Completion slots"
+ * above; the driver's -EAGAIN, a full link send queue, is retried instead),
+ * -EBUSY (*req is a request that is still pending: it is left alone;
+ * collect or cancel it first; a zeroed or ended tcaRequest may be reused),
+ * -ENOMEM, and the driver's -EINVAL, -EOPNOTSUPP (card without a read
+ * proxy), -EHOSTUNREACH, -ENXIO, -ENODEV. A driver -EFAULT (the request
+ * may have been sent) returns 0 with *req ended with -EFAULT. tcaCasNB and
+ * tcaFaaNB answer the same way. */
 TCA_API int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len,
 		     tcaRequest *req);
 
@@ -482,18 +512,25 @@ TCA_API int tcaFaa(const tcaHandle *h, size_t offset, uint64_t add, uint64_t *ol
 TCA_API int tcaFaaNB(const tcaHandle *h, size_t offset, uint64_t add, tcaRequest *req);
 
 /* 1 while the request is pending; else its outcome (as tcaWait). An ended
- * request answers again with the same outcome. */
+ * request answers again with the same outcome. -ENOENT: the id is unknown
+ * (never handed out, already collected through a copy of *req, or from
+ * before tcaFinalize); -EBUSY: another thread is polling or cancelling the
+ * same request right now. */
 TCA_API int tcaTest(tcaRequest *req);
 
 /* Waits until the request ends or timeout_ms passes (<= 0: until it ends,
  * which the request timeout bounds). Returns its outcome, or -ETIMEDOUT
  * with req->id still set when only this wait's timeout passed (wait again).
- * An ended request (id 0) answers with req->result. */
+ * An ended request (id 0) answers with req->result. -ENOENT and -EBUSY as
+ * tcaTest. */
 TCA_API int tcaWait(tcaRequest *req, int timeout_ms);
 
-/* Gives up a pending request: its completion slots are never reused (a
- * late answer may still write them, and the get's destination bytes), and
- * the request ends with -ECANCELED. No-op on an ended request. */
+/* Gives up a pending request, which ends with -ECANCELED. Completion slots
+ * of pieces in flight are retired, never reused (a late answer may still
+ * write them, and the get's destination bytes: see tcaFree); slots of
+ * pieces waiting to be resent (answered RP_FULL, or refused by a full link
+ * queue) go back to the pool. No-op (0) on an ended request (id 0);
+ * -ENOENT for an unknown id, -EBUSY while another thread polls it. */
 TCA_API int tcaCancel(tcaRequest *req);
 
 /* The request timeout in milliseconds (10000, or $TCA_RP_TIMEOUT_MS). */
