@@ -64,6 +64,7 @@ RpOp::Sent RpOp::submit(Piece &pc, std::uint64_t now_ns)
 		// The link's send queue was full: nothing was sent. Keep the
 		// slot and try again after a backoff, until the deadline.
 		back_off(pc, now_ns);
+		link_free_ns_ = pc.resend_ns; // no new pieces before then either
 		return Sent::Retry;
 	}
 	if (rc == -EFAULT) {
@@ -89,6 +90,8 @@ void RpOp::fail(int rc, std::uint32_t status)
 
 void RpOp::send_more(std::uint64_t now_ns)
 {
+	if (now_ns < link_free_ns_)
+		return; // the link's send queue was full: wait for the backoff
 	while (error_ == 0 && next_unsent_ < pieces_.size() && in_flight_ < kWindow) {
 		Piece &pc = pieces_[next_unsent_];
 		if (!areas_.take(&pc.slot)) {

@@ -8,7 +8,8 @@
 // at submission. Status RP_FULL (the target's queue was full) resubmits the
 // piece after a backoff (20 µs doubling to 2 ms) in the same slot; so does
 // an RP_SUBMIT that returned -EAGAIN (the link's send queue was full:
-// nothing was sent). Such a piece keeps its slot and counts as pending.
+// nothing was sent). Such a piece keeps its slot and counts as pending, and
+// no new piece of the request goes out before its backoff ends.
 // Any other error ends the request once the pieces already sent have
 // answered (no new ones are sent); -EFAULT from RP_SUBMIT (the request may
 // have gone out, only its tag was lost) retires the piece's slot. At most
@@ -111,6 +112,7 @@ private:
 	std::uint64_t deadline_ns_;
 	std::size_t next_unsent_ = 0;
 	std::uint32_t in_flight_ = 0; // InFlight or Backoff (holding a slot)
+	std::uint64_t link_free_ns_ = 0; // after RP_SUBMIT -EAGAIN: no new piece before
 	int error_ = 0;               // first error; no new pieces after it
 	bool ended_ = false;
 	bool sent_any_ = false;

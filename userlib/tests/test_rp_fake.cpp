@@ -402,6 +402,10 @@ TEST_F(FakeRp, LinkQueueFullIsRetriedUntilTheDeadline)
 	fake_rp_control("eagain", 3);
 	ASSERT_EQ(0, tcaGet(dst, &h, 64, 4096));
 	EXPECT_EQ(0, std::memcmp(dst, reinterpret_cast<unsigned char *>(mem) + 64, 4096));
+	unsigned char *split = alloc(16384, 4096); // 3 pieces
+	fake_rp_control("eagain", 4);
+	ASSERT_EQ(0, tcaGet(split, &h, 0, 3 * 4096));
+	EXPECT_EQ(0, std::memcmp(split, mem, 3 * 4096));
 	// Never clears: the request's deadline ends it; the slot comes back.
 	fake_rp_control("eagain", 1000000000);
 	const auto t0 = std::chrono::steady_clock::now();
