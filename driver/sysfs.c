@@ -224,8 +224,52 @@ static ssize_t fw_load_store(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_WO(fw_load);
 
+/*
+ * Fault injection for tests of the recovery paths (root only): the number
+ * of read-proxy replies the card will stall until the driver aborts them.
+ */
+static ssize_t fault_proxy_stall_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	ssize_t ret;
+
+	down_read(&p2->lock);
+	ret = p2->dead ? -ENODEV :
+	      sysfs_emit(buf, "%u\n",
+			 readl(p2->regs + PEACH2_REG_FAULT_PROXY_STALL));
+	up_read(&p2->lock);
+	return ret;
+}
+
+static ssize_t fault_proxy_stall_store(struct device *dev,
+				       struct device_attribute *attr,
+				       const char *buf, size_t count)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	u32 n;
+	int ret;
+
+	ret = kstrtou32(buf, 0, &n);
+	if (ret)
+		return ret;
+	down_read(&p2->lock);
+	if (p2->dead) {
+		ret = -ENODEV;
+	} else {
+		writel(n, p2->regs + PEACH2_REG_FAULT_PROXY_STALL);
+		dev_info(dev,
+			 "fault injection: the next %u read-proxy replies stall\n",
+			 n);
+	}
+	up_read(&p2->lock);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_ADMIN_RW(fault_proxy_stall);
+
 static struct attribute *peach2_attrs[] = {
 	&dev_attr_node_id.attr,
+	&dev_attr_fault_proxy_stall.attr,
 	&dev_attr_node_count.attr,
 	&dev_attr_hw_version.attr,
 	&dev_attr_link_e.attr,

@@ -257,6 +257,10 @@ struct peach2_desc {
 					* DMA_WRITE) */
 #define PEACH2_REG_RP_RX_DROPPED 0x72c /* RP_BAD_PACKET: not answerable */
 #define PEACH2_REG_RP_TX_REQ     0x740 /* RW: 64 bytes, struct peach2_rp_req */
+/* Fault injection, for testing the driver's recovery paths: while non-zero,
+ * each run started on the proxy channel decrements it and then makes no
+ * progress until it is aborted (CTRL.ABORT). Reset 0. */
+#define PEACH2_REG_FAULT_PROXY_STALL 0x7f0 /* RW: runs to stall */
 #define PEACH2_RP_RING_MAX       4096u
 #define PEACH2_RP_ENTRY_SIZE     64u
 

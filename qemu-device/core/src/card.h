@@ -33,6 +33,7 @@ struct DmaChannel {
     uint64_t bytes = 0;
     // Run state.
     bool reg_mode = false;
+    bool stalled = false;     // fault injection: no progress until aborted
     bool have_desc = false;   // `cur` is fetched and validated
     peach2_desc cur{};
     uint64_t cur_loc = 0;     // index, or host address | PEACH2_DMA_HEAD_HOST
@@ -169,6 +170,7 @@ private:
     uint32_t rp_tail_ = 0;
     uint32_t rp_tx_result_ = 0;
     uint32_t rp_tx_sent_ = 0, rp_rx_queued_ = 0, rp_rx_refused_ = 0, rp_rx_dropped_ = 0;
+    uint32_t fault_proxy_stall_ = 0;  // PEACH2_REG_FAULT_PROXY_STALL
     std::array<uint8_t, PEACH2_RP_ENTRY_SIZE> rp_tx_req_{};
 
     uint32_t scratch_ = 0;

@@ -116,6 +116,9 @@ void Card::dma_start(unsigned ch, bool reg_mode) {
     }
     c.status = PEACH2_DMA_ST_BUSY;
     c.reg_mode = reg_mode;
+    c.stalled = ch == PEACH2_DMA_PROXY_CHANNEL && fault_proxy_stall_ > 0;
+    if (c.stalled)
+        --fault_proxy_stall_;
     c.have_desc = false;
     c.progress = 0;
     c.fetched = 0;
@@ -276,7 +279,7 @@ void Card::dma_run() {
     bool more = false;
     for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch) {
         DmaChannel& c = dma_[ch];
-        if (!c.busy())
+        if (!c.busy() || c.stalled)
             continue;
         uint64_t budget = kBytesPerRun;
         const uint32_t descs_at_start = c.done_descs;
@@ -309,6 +312,7 @@ void Card::dma_finish(unsigned ch, peach2_err code) {
                             std::to_string(c.done_descs) + " descriptors");
     }
     c.have_desc = false;
+    c.stalled = false;
     c.visited_host.clear();
     raise_interrupt(PEACH2_INT_DMA(ch));
 }

@@ -30,6 +30,7 @@ void Card::rp_reset() {
     rp_tx_result_ = 0;
     rp_tx_sent_ = rp_rx_queued_ = rp_rx_refused_ = rp_rx_dropped_ = 0;
     rp_tx_req_.fill(0);
+    fault_proxy_stall_ = 0;
 }
 
 bool Card::rp_reg_read(uint64_t off, uint32_t& v) const {
@@ -49,6 +50,7 @@ bool Card::rp_reg_read(uint64_t off, uint32_t& v) const {
     case PEACH2_REG_RP_RX_QUEUED: v = rp_rx_queued_; return true;
     case PEACH2_REG_RP_RX_REFUSED: v = rp_rx_refused_; return true;
     case PEACH2_REG_RP_RX_DROPPED: v = rp_rx_dropped_; return true;
+    case PEACH2_REG_FAULT_PROXY_STALL: v = fault_proxy_stall_; return true;
     default: return false;
     }
 }
@@ -106,6 +108,9 @@ bool Card::rp_reg_write(uint64_t off, uint32_t val) {
         return true;
     case PEACH2_REG_RP_TX_SEND:
         rp_send(val);
+        return true;
+    case PEACH2_REG_FAULT_PROXY_STALL:
+        fault_proxy_stall_ = val;
         return true;
     case PEACH2_REG_RP_TAIL:
     case PEACH2_REG_RP_TX_RESULT:

@@ -293,6 +293,34 @@ TEST_F(ReadProxy, NeighbourCannotClaimAnotherSourceNode) {
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
 }
 
+TEST_F(ReadProxy, InjectedStallHoldsTheProxyChannelUntilAborted) {
+    const uint32_t ch = PEACH2_DMA_PROXY_CHANNEL;
+    const auto start = [&] {
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_LO), 0x10000, 8);
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
+                              PEACH2_NODE_BASE(0) + 0x20000, 8);
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 64, 4);
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+    };
+    hb.mem[0x10000] = 0x5a;
+    peach2_core_reg_write(b.get(), PEACH2_REG_FAULT_PROXY_STALL, 1, 4);
+    start();
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_FAULT_PROXY_STALL), 0u);
+    for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_BUSY);
+    EXPECT_EQ(ha.mem[0x20000], 0);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_ABORT, 4);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)) & PEACH2_DMA_ST_ERROR,
+              PEACH2_DMA_ST_ERROR);
+    // Only that one run: the next goes through.
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS), ~0u, 4);
+    start();
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_DONE);
+    EXPECT_EQ(ha.mem[0x20000], 0x5a);
+}
+
 TEST_F(ReadProxy, ResetForgetsTheRing) {
     ring_setup(b.get(), 4);
     peach2_core_reset(b.get());
