@@ -134,6 +134,27 @@ def test_dma_data_intact_over_two_hops(ring4, sender, receiver):
     assert "PASS" in res[1][1].strip().splitlines()[-1], res[1][1]
 
 
+def test_read_proxy_over_two_hops(ring4):
+    """Gets and FAAs between nodes two cables apart: the request (RPREQ) and the
+    reply are forwarded by the middle card, which keeps the true source node."""
+    cmds = {0: "tca_rp_check serve --peer 2 --counter --seed 21",
+            2: "tca_rp_check get-verify --peer 0 --seed 21 --iters 40 --max-len 256K"}
+    res = ring4.run_all(lambda i: cmds[i], nodes=[0, 2], timeout=600)
+    for rc, out in res:
+        assert rc == 0, out
+    assert " 0 mismatches, 0 errors" in res[1][1], res[1][1]
+    cmds = {0: "tca_rp_check serve --peer 2 --counter --seed 22",
+            2: "tca_rp_check faa --peer 0 --seed 22 --count 50"}
+    res = ring4.run_all(lambda i: cmds[i], nodes=[0, 2], timeout=600)
+    for rc, out in res:
+        assert rc == 0, out
+    assert "counter=50" in res[0][1], res[0][1]
+    # Node 2's requests reached node 0's ring stamped as node 2's: the middle
+    # node's card only forwarded them.
+    mid = sysfs_read(ring4, 1, "rproxy")
+    assert re.search(r"^card_rx_queued 0$", mid, re.M), mid
+
+
 def test_tcp_cables(make_cluster):
     """The same cards cabled over loopback TCP instead of unix sockets."""
     c = make_cluster(None, topology="ring:3", transport="tcp")
