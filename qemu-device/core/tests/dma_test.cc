@@ -356,18 +356,9 @@ TEST(DmaRemote, LargeTransferFlowsWithBackpressureAndArrivesIntact) {
     peach2_core_link_attach(b.get(), PEACH2_PORT_W);
     peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
     peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);
-    const auto move = [](peach2_core* from, unsigned fp, peach2_core* to, unsigned tp) {
-        const void* buf = nullptr;
-        const size_t n = peach2_core_link_tx_peek(from, fp, &buf);
-        if (!n)
-            return size_t{0};
-        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + n);
-        peach2_core_link_tx_consume(from, fp, n);
-        EXPECT_TRUE(peach2_core_link_receive(to, tp, bytes.data(), n));
-        return n;
-    };
-    move(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W);
-    move(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E);
+    bool accepted = true;
+    carry(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, accepted);
+    carry(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, accepted);
     Dma dma{a.get()};
     const uint32_t len = 12 << 20;
     dma.reg_mode(0x100000, PEACH2_NODE_BASE(1) + 0x200000, len);
@@ -379,8 +370,9 @@ TEST(DmaRemote, LargeTransferFlowsWithBackpressureAndArrivesIntact) {
     EXPECT_LT(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p), size_t{6} << 20);
     while (dma.busy() || peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p)) {
         peach2_core_flush(a.get());
-        move(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W);
+        carry(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, accepted);
     }
+    EXPECT_TRUE(accepted);
     EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
     EXPECT_EQ(0, std::memcmp(ha.mem.data() + 0x100000, hb.mem.data() + 0x200000, len));
     EXPECT_EQ(reg(b.get(), PEACH2_REG_ERR_COUNT), 0u);

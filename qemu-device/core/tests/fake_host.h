@@ -87,4 +87,19 @@ inline void cpu_store(peach2_core* c, uint64_t addr, const uint8_t* src, size_t 
     }
 }
 
+// Move every byte `from` has queued on port fp into `to`'s port tp, as a
+// socket would. Returns the bytes moved; clears `accepted` if `to` declared
+// its stream corrupt.
+inline size_t carry(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp, bool& accepted) {
+    const void* buf = nullptr;
+    const size_t n = peach2_core_link_tx_peek(from, fp, &buf);
+    if (!n)
+        return 0;
+    // A copy: the receiver may queue new bytes on `from` while parsing.
+    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + n);
+    peach2_core_link_tx_consume(from, fp, n);
+    accepted &= peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
+    return n;
+}
+
 }  // namespace peach2::test

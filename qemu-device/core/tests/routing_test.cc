@@ -53,14 +53,10 @@ struct Fabric {
         }
     }
     bool move(uint32_t a, uint32_t pa, uint32_t b, uint32_t pb) {
-        const void* buf = nullptr;
-        const size_t n = peach2_core_link_tx_peek(core(a), pa, &buf);
-        if (!n)
-            return false;
-        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + n);
-        peach2_core_link_tx_consume(core(a), pa, n);
-        EXPECT_TRUE(peach2_core_link_receive(core(b), pb, bytes.data(), n));
-        return true;
+        bool accepted = true;
+        const bool moved = carry(core(a), pa, core(b), pb, accepted) > 0;
+        EXPECT_TRUE(accepted);
+        return moved;
     }
     // The driver's part: put the image in host memory, point the card at it.
     uint32_t load(uint32_t node, const std::vector<uint8_t>& image) {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "fake_host.h"
+#include "cabled_pair.h"
 #include "packet.h"
 
 namespace peach2::test {
@@ -15,44 +15,12 @@ namespace {
 constexpr uint64_t kRing = 0x80000;  // ring in the target's fake memory
 constexpr uint64_t kDoorbell = PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF;
 
-class ReadProxy : public ::testing::Test {
+class ReadProxy : public CabledPair {
 protected:
-    FakeHost ha, hb;
-    CorePtr a = make_core(ha, 0, 2);
-    CorePtr b = make_core(hb, 1, 2);
-
     void SetUp() override {
-        peach2_core_link_attach(a.get(), PEACH2_PORT_E);
-        peach2_core_link_attach(b.get(), PEACH2_PORT_W);
-        ASSERT_EQ(allow(a.get(), 0, 1 << 20), 0u);
-        ASSERT_EQ(allow(b.get(), 0, 1 << 20), 0u);
+        CabledPair::SetUp();
         peach2_core_reg_write(a.get(), PEACH2_REG_INT_MASK, 0, 4);
         peach2_core_reg_write(b.get(), PEACH2_REG_INT_MASK, 0, 4);
-        peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);
-        peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);
-        pump();
-    }
-    bool pump() {
-        bool ok = true, moved = true;
-        while (moved) {
-            moved = false;
-            peach2_core_flush(a.get());
-            peach2_core_flush(b.get());
-            ok &= move(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, moved);
-            ok &= move(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, moved);
-        }
-        return ok;
-    }
-    static bool move(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp, bool& moved) {
-        const void* buf = nullptr;
-        const size_t n = peach2_core_link_tx_peek(from, fp, &buf);
-        if (!n)
-            return true;
-        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf),
-                                   static_cast<const uint8_t*>(buf) + n);
-        peach2_core_link_tx_consume(from, fp, n);
-        moved = true;
-        return peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
     }
     static void ring_setup(peach2_core* c, uint32_t entries, uint64_t base = kRing) {
         peach2_core_reg_write(c, PEACH2_REG_RP_RING_SIZE, entries, 4);
@@ -91,9 +59,6 @@ protected:
         peach2_rp_cpl c{};
         std::memcpy(&c, h.mem.data() + at, sizeof(c));
         return c;
-    }
-    static uint32_t errors(peach2_core* c, peach2_err code) {
-        return reg(c, PEACH2_REG_ERR_BY_CODE(code));
     }
     static size_t count(const std::vector<unsigned>& irqs, unsigned v) {
         return static_cast<size_t>(std::count(irqs.begin(), irqs.end(), v));
