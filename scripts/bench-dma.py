@@ -22,7 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster, ClusterError, build_dir  # noqa: E402
+from benchlib import bench_csv, kernels_clean, save_guest_csv  # noqa: E402
+from cluster import Cluster, ClusterError  # noqa: E402
 
 MIB = 1 << 20
 
@@ -52,7 +53,7 @@ def main():
     ap.add_argument("--args", default="", help="extra tca_dma_bench arguments (both nodes)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
-    csv_host = args.csv or os.path.join(build_dir(), "bench", "dma.csv")
+    csv_host = args.csv or bench_csv("dma.csv")
     if args.quick:
         bench = "--iters 50 --latency-bytes 8M --stream-bytes 32M --pio-max 16K"
     else:
@@ -79,13 +80,9 @@ def main():
                 ok &= rc == 0
             rows = []
             if ok:
-                rc, text = c.run(0, "cat /tmp/dma.csv")
-                ok &= rc == 0
-                rows = list(csv.DictReader(io.StringIO(text)))
-                os.makedirs(os.path.dirname(csv_host), exist_ok=True)
-                with open(csv_host, "w", encoding="utf-8") as f:
-                    f.write(text)
-                print("\nCSV written to %s" % csv_host)
+                text = save_guest_csv(c, 0, "/tmp/dma.csv", csv_host)
+                ok &= text is not None
+                rows = list(csv.DictReader(io.StringIO(text or "")))
 
             print("\n=== context ===")
             rc, out = c.run(0, "tca_dma_check local-bw --size 8M --count 32 --mode card", timeout=600)
@@ -99,11 +96,7 @@ def main():
             print("\n=== targets (reported, not asserted) ===")
             for line in targets(rows):
                 print(line)
-            for i in range(2):
-                problems = c.kernel_problems(i)
-                if problems:
-                    ok = False
-                    print("node%d kernel problems:\n  %s" % (i, "\n  ".join(problems[:10])))
+            ok &= kernels_clean(c, range(2))
     except ClusterError as e:
         print("bench-dma: %s" % e, file=sys.stderr)
         return 1

@@ -21,7 +21,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster, ClusterError, build_dir  # noqa: E402
+from benchlib import bench_csv, kernels_clean, save_guest_csv  # noqa: E402
+from cluster import Cluster, ClusterError  # noqa: E402
 
 
 def main():
@@ -30,7 +31,7 @@ def main():
     ap.add_argument("--args", default="", help="extra tca_get_bench arguments (both nodes)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
-    csv_host = args.csv or os.path.join(build_dir(), "bench", "get.csv")
+    csv_host = args.csv or bench_csv("get.csv")
     if args.quick:
         bench = "--iters 30 --latency-bytes 8M --stream-bytes 32M"
     else:
@@ -52,19 +53,10 @@ def main():
                 print(out.rstrip())
                 ok &= rc == 0
             if ok:
-                rc, text = c.run(0, "cat /tmp/get.csv")
-                ok &= rc == 0
-                os.makedirs(os.path.dirname(csv_host), exist_ok=True)
-                with open(csv_host, "w", encoding="utf-8") as f:
-                    f.write(text)
-                print("\nCSV written to %s" % csv_host)
+                ok &= save_guest_csv(c, 0, "/tmp/get.csv", csv_host) is not None
             print("\n=== node1 read proxy counters ===")
             print(c.run(1, "cat /sys/class/peach2/peach2-0/rproxy")[1].rstrip())
-            for i in range(2):
-                problems = c.kernel_problems(i)
-                if problems:
-                    ok = False
-                    print("node%d kernel problems:\n  %s" % (i, "\n  ".join(problems[:10])))
+            ok &= kernels_clean(c, range(2))
     except ClusterError as e:
         print("bench-get: %s" % e, file=sys.stderr)
         return 1

@@ -13,9 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import bench_csv, kernels_clean, save_guest_csv  # noqa: E402
 from cluster import Cluster, ClusterError  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def main():
@@ -26,8 +25,7 @@ def main():
     ap.add_argument("--csv", default=None, help="where to write the CSV (bench mode)")
     args = ap.parse_args()
     iters = args.iters or (2000 if args.bench else 200)
-    csv_host = args.csv or os.path.join(os.environ.get("PEACH2_BUILD", os.path.join(REPO, "build")),
-                                        "bench", "pio_pingpong.csv")
+    csv_host = args.csv or bench_csv("pio_pingpong.csv")
 
     t0 = time.monotonic()
     try:
@@ -53,17 +51,8 @@ def main():
                 print(out.rstrip())
                 ok &= rc == 0
             if args.bench and ok:
-                rc, out = c.run(0, "cat /tmp/pingpong.csv")
-                if rc == 0:
-                    os.makedirs(os.path.dirname(csv_host), exist_ok=True)
-                    with open(csv_host, "w", encoding="utf-8") as f:
-                        f.write(out)
-                    print("\nCSV written to %s" % csv_host)
-            for i in range(args.nodes):
-                problems = c.kernel_problems(i)
-                if problems:
-                    ok = False
-                    print("node%d kernel problems:\n  %s" % (i, "\n  ".join(problems[:10])))
+                save_guest_csv(c, 0, "/tmp/pingpong.csv", csv_host)
+            ok &= kernels_clean(c, range(args.nodes))
     except ClusterError as e:
         print("demo: %s" % e, file=sys.stderr)
         return 1
