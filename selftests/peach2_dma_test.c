@@ -22,14 +22,6 @@
 #define BUF_SIZE (64 * 1024)
 #define MIB (1024 * 1024ULL)
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Every channel idle with nothing queued (per the sysfs `dma` file). */
 static int dma_all_idle(void)
 {
@@ -91,40 +83,6 @@ static int desc_ram_used(void)
 }
 
 /* ---- buffers and requests ---------------------------------------------- */
-
-struct dbuf {
-	struct peach2_alloc a;
-	uint8_t *p;
-};
-
-static int dbuf_alloc(int fd, uint64_t size, struct dbuf *b)
-{
-	int ret;
-
-	memset(b, 0, sizeof(*b));
-	b->a.size = size;
-	ret = xioctl(fd, PEACH2_IOC_ALLOC, &b->a);
-	if (ret)
-		return ret;
-	b->p = mmap(NULL, b->a.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    (off_t)b->a.mmap_offset);
-	if (b->p == MAP_FAILED) {
-		b->p = NULL;
-		return errno;
-	}
-	return 0;
-}
-
-static void dbuf_free(int fd, struct dbuf *b)
-{
-	struct peach2_free f = { .handle = b->a.handle };
-
-	if (b->p)
-		munmap(b->p, b->a.size);
-	if (b->a.handle)
-		xioctl(fd, PEACH2_IOC_FREE, &f);
-	memset(b, 0, sizeof(*b));
-}
 
 /* Chunks of a buffer (at most @max), returns nr_chunks or -errno. */
 static int get_chunks(int fd, uint32_t handle, struct peach2_chunk *c,
@@ -286,7 +244,7 @@ FIXTURE(dma) {
 	int fd;
 	size_t page;
 	struct peach2_info info;
-	struct dbuf a, b;	/* BUF_SIZE each, mapped */
+	struct mbuf a, b;	/* BUF_SIZE each, mapped */
 };
 
 FIXTURE_SETUP(dma)
@@ -305,15 +263,15 @@ FIXTURE_SETUP(dma)
 		SKIP(return, "driver speaks ABI %u, no DMA",
 		     self->info.abi_version);
 	}
-	ASSERT_EQ(0, dbuf_alloc(self->fd, BUF_SIZE, &self->a));
-	ASSERT_EQ(0, dbuf_alloc(self->fd, BUF_SIZE, &self->b));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->a));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->b));
 }
 
 FIXTURE_TEARDOWN(dma)
 {
 	if (self->fd >= 0) {
-		dbuf_free(self->fd, &self->a);
-		dbuf_free(self->fd, &self->b);
+		mbuf_free(self->fd, &self->a);
+		mbuf_free(self->fd, &self->b);
 		close(self->fd);
 	}
 }
@@ -571,7 +529,7 @@ TEST_F(dma, range_checks)
 TEST_F(dma, handles_are_per_fd)
 {
 	uint32_t ah = self->a.a.handle, bh = self->b.a.handle;
-	struct dbuf other;
+	struct mbuf other;
 	int fd2;
 
 	NEED_DEVICE();
@@ -581,7 +539,7 @@ TEST_F(dma, handles_are_per_fd)
 
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, dbuf_alloc(fd2, BUF_SIZE, &other));
+	ASSERT_EQ(0, mbuf_alloc(fd2, BUF_SIZE, &other));
 	/* Another fd's handle, as source and as destination. */
 	if (other.a.handle != ah && other.a.handle != bh) {
 		ASSERT_EQ(ENOENT, check1(self->fd, xcopy(other.a.handle, 0, bh,
@@ -595,20 +553,20 @@ TEST_F(dma, handles_are_per_fd)
 	if (ah != other.a.handle)
 		ASSERT_EQ(ENOENT, check1(fd2, xcopy(ah, 0, other.a.handle, 0,
 						    64)));
-	dbuf_free(fd2, &other);
+	mbuf_free(fd2, &other);
 	close(fd2);
 }
 
 TEST_F(dma, freed_handle)
 {
-	struct dbuf c;
+	struct mbuf c;
 	uint32_t h;
 
 	NEED_DEVICE();
-	ASSERT_EQ(0, dbuf_alloc(self->fd, BUF_SIZE, &c));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &c));
 	h = c.a.handle;
 	ASSERT_EQ(0, check1(self->fd, xcopy(h, 0, self->b.a.handle, 0, 64)));
-	dbuf_free(self->fd, &c);
+	mbuf_free(self->fd, &c);
 	ASSERT_EQ(ENOENT, check1(self->fd, xcopy(h, 0, self->b.a.handle, 0,
 						  64)));
 	ASSERT_EQ(ENOENT, check1(self->fd, xcopy(self->a.a.handle, 0, h, 0,
@@ -666,16 +624,16 @@ TEST_F(dma, remote_destination_rules)
 }
 
 /* An 8 MiB buffer in several chunks, or SKIP. Returns its chunk count. */
-static int alloc_multi_chunk(int fd, struct dbuf *b, struct peach2_chunk *c,
+static int alloc_multi_chunk(int fd, struct mbuf *b, struct peach2_chunk *c,
 			     int max)
 {
 	int n;
 
-	if (dbuf_alloc(fd, 8 * MIB, b))
+	if (mbuf_alloc(fd, 8 * MIB, b))
 		return -1;
 	n = get_chunks(fd, b->a.handle, c, max);
 	if (n < 2) {
-		dbuf_free(fd, b);
+		mbuf_free(fd, b);
 		return -1;
 	}
 	return n;
@@ -685,7 +643,7 @@ TEST_F(dma, stride_and_reg_mode_across_chunks)
 {
 	struct peach2_chunk c[64];
 	struct peach2_xfer x;
-	struct dbuf m;
+	struct mbuf m;
 	uint64_t edge;
 	uint32_t id, nr;
 	int n;
@@ -720,7 +678,7 @@ TEST_F(dma, stride_and_reg_mode_across_chunks)
 	/* An immediate never straddles chunks either. */
 	ASSERT_EQ(EINVAL, check1(self->fd, ximm(m.a.handle, edge - 4, 8, 1)));
 	ASSERT_EQ(0, check1(self->fd, ximm(m.a.handle, edge - 8, 8, 1)));
-	dbuf_free(self->fd, &m);
+	mbuf_free(self->fd, &m);
 }
 
 TEST_F(dma, reg_mode_one_descriptor)
@@ -845,7 +803,7 @@ TEST_F(dma, chains_and_tickets_per_fd)
 /* ---- local transfers ---------------------------------------------------- */
 
 static void copy_and_verify(struct __test_metadata *_metadata, int fd,
-			    struct dbuf *a, struct dbuf *b, uint32_t flags,
+			    struct mbuf *a, struct mbuf *b, uint32_t flags,
 			    uint64_t soff, uint64_t doff, uint64_t len,
 			    uint32_t seed)
 {
@@ -939,7 +897,7 @@ TEST_F(dma, start_reports_the_channel_any_picked)
 TEST_F_TIMEOUT(dma, copy_multi_chunk, 120)
 {
 	struct peach2_chunk c[64];
-	struct dbuf m1, m2;
+	struct mbuf m1, m2;
 	struct peach2_xfer x;
 	uint32_t id, nr;
 	int n1;
@@ -948,7 +906,7 @@ TEST_F_TIMEOUT(dma, copy_multi_chunk, 120)
 	n1 = alloc_multi_chunk(self->fd, &m1, c, 64);
 	if (n1 < 0)
 		SKIP(return, "no multi-chunk 8 MiB buffer");
-	ASSERT_EQ(0, dbuf_alloc(self->fd, 8 * MIB, &m2));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8 * MIB, &m2));
 	/* Whole buffer, shifted by 4 KiB + 16 so the edges do not line up. */
 	x = xcopy(m1.a.handle, 16, m2.a.handle, 4096 + 32, 8 * MIB - 8192);
 	ASSERT_EQ(0, chain_create(self->fd, &x, 1, 0, &id, &nr));
@@ -962,8 +920,8 @@ TEST_F_TIMEOUT(dma, copy_multi_chunk, 120)
 			8 * MIB - 8192, 9);
 	copy_and_verify(_metadata, self->fd, &m1, &m2, PEACH2_DMA_HOST_DESC, 0,
 			0, 8 * MIB, 10);
-	dbuf_free(self->fd, &m1);
-	dbuf_free(self->fd, &m2);
+	mbuf_free(self->fd, &m1);
+	mbuf_free(self->fd, &m2);
 }
 
 TEST_F(dma, block_stride)
@@ -1151,22 +1109,22 @@ TEST_F_TIMEOUT(dma, chain_of_1024_descriptors, 120)
 
 /* Two 4 MiB buffers (one chunk each, if memory allows). */
 struct big {
-	struct dbuf s, d;
+	struct mbuf s, d;
 };
 
 static int big_alloc(int fd, struct big *g)
 {
-	int ret = dbuf_alloc(fd, 4 * MIB, &g->s);
+	int ret = mbuf_alloc(fd, 4 * MIB, &g->s);
 
 	if (!ret)
-		ret = dbuf_alloc(fd, 4 * MIB, &g->d);
+		ret = mbuf_alloc(fd, 4 * MIB, &g->d);
 	return ret;
 }
 
 static void big_free(int fd, struct big *g)
 {
-	dbuf_free(fd, &g->s);
-	dbuf_free(fd, &g->d);
+	mbuf_free(fd, &g->s);
+	mbuf_free(fd, &g->d);
 }
 
 /* @n copies of the whole 4 MiB source into the destination: a long run. */
@@ -1401,13 +1359,13 @@ TEST_F_TIMEOUT(dma, chain_busy_while_running, 120)
 TEST_F(dma, chain_keeps_freed_buffers)
 {
 	struct peach2_dma_start s;
-	struct dbuf c, d;
+	struct mbuf c, d;
 	struct peach2_xfer x;
 	uint32_t id;
 
 	NEED_DEVICE();
-	ASSERT_EQ(0, dbuf_alloc(self->fd, BUF_SIZE, &c));
-	ASSERT_EQ(0, dbuf_alloc(self->fd, BUF_SIZE, &d));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &c));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &d));
 	fill(c.p, BUF_SIZE, 60);
 	memset(d.p, 0, BUF_SIZE);
 	x = xcopy(c.a.handle, 0, d.a.handle, 0, BUF_SIZE);
@@ -1501,7 +1459,7 @@ TEST_F_TIMEOUT(dma, close_with_dma_in_flight, 120)
 TEST_F_TIMEOUT(dma, child_killed_mid_dma, 180)
 {
 	int c2p[2], p2c[2], status, used0;
-	struct dbuf fresh[8];
+	struct mbuf fresh[8];
 	uint64_t ours = 0;
 	long long errors0;
 	struct big g;
@@ -1575,7 +1533,7 @@ TEST_F_TIMEOUT(dma, child_killed_mid_dma, 180)
 	 */
 	t0 = now_s();
 	for (int k = 0; k < 8; k++) {
-		if (dbuf_alloc(self->fd, 4 * MIB, &fresh[k]))
+		if (mbuf_alloc(self->fd, 4 * MIB, &fresh[k]))
 			break;
 		memset(fresh[k].p, 0x10 + k, 4 * MIB);
 	}
@@ -1587,7 +1545,7 @@ TEST_F_TIMEOUT(dma, child_killed_mid_dma, 180)
 	for (int k = 0; k < 8 && fresh[k].p; k++) {
 		for (size_t i = 0; i < 4 * MIB; i += 64)
 			ASSERT_EQ(0x10 + k, fresh[k].p[i]);
-		dbuf_free(self->fd, &fresh[k]);
+		mbuf_free(self->fd, &fresh[k]);
 	}
 	ASSERT_EQ(0, dma_wait(self->fd, ours, 0, NULL, NULL));
 	ASSERT_EQ(used0, desc_ram_used());

@@ -23,48 +23,11 @@
 #define MIB		(1024 * 1024ULL)
 #define WAIT_S		20.0
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- buffers ------------------------------------------------------------ */
-
-struct rbuf {
-	struct peach2_alloc a;
-	uint8_t *p;
-};
-
-static int rbuf_alloc(int fd, uint64_t size, struct rbuf *b)
-{
-	memset(b, 0, sizeof(*b));
-	b->a.size = size;
-	if (xioctl(fd, PEACH2_IOC_ALLOC, &b->a))
-		return errno;
-	b->p = mmap(NULL, b->a.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    (off_t)b->a.mmap_offset);
-	if (b->p == MAP_FAILED) {
-		b->p = NULL;
-		return errno;
-	}
-	return 0;
-}
-
-static void rbuf_free(int fd, struct rbuf *b)
-{
-	if (b->p)
-		munmap(b->p, b->a.size);
-	if (b->a.handle)
-		do_free(fd, b->a.handle);
-	memset(b, 0, sizeof(*b));
-}
 
 /*
  * Host bus address of byte @off of buffer @handle, and the bytes left in
- * its chunk from there (@left may be NULL). 0 or errno.
+ * its chunk from there (@bus or @left may be NULL). 0 or errno.
  */
 static int bus_of(int fd, const struct peach2_info *info, uint32_t handle,
 		  uint64_t off, uint64_t *bus, uint64_t *left)
@@ -83,9 +46,10 @@ static int bus_of(int fd, const struct peach2_info *info, uint32_t handle,
 			return errno;
 		for (i = 0; i < 256 && first + i < req.nr_chunks; i++) {
 			if (off >= c[i].offset && off - c[i].offset < c[i].len) {
-				*bus = c[i].global_addr -
-				       PEACH2_NODE_BASE(info->node_id) +
-				       (off - c[i].offset);
+				if (bus)
+					*bus = c[i].global_addr -
+					       PEACH2_NODE_BASE(info->node_id) +
+					       (off - c[i].offset);
 				if (left)
 					*left = c[i].len - (off - c[i].offset);
 				return 0;
@@ -95,25 +59,6 @@ static int bus_of(int fd, const struct peach2_info *info, uint32_t handle,
 		if (first >= req.nr_chunks)
 			return ENOENT;
 	}
-}
-
-/* Length of the chunk holding byte @off (0 on error). */
-static uint64_t chunk_len_at(int fd, uint32_t handle, uint64_t off)
-{
-	struct peach2_chunk c[256];
-	struct peach2_chunks req;
-	uint32_t i;
-
-	memset(&req, 0, sizeof(req));
-	req.handle = handle;
-	req.count = 256;
-	req.chunks = (uintptr_t)c;
-	if (xioctl(fd, PEACH2_IOC_CHUNKS, &req))
-		return 0;
-	for (i = 0; i < 256 && i < req.nr_chunks; i++)
-		if (off >= c[i].offset && off - c[i].offset < c[i].len)
-			return c[i].len;
-	return 0;
 }
 
 /* ---- ioctls ------------------------------------------------------------- */
@@ -259,9 +204,9 @@ FIXTURE(rp) {
 	int fd;
 	struct peach2_info info;
 	uint32_t me;
-	struct rbuf src;	/* exported */
-	struct rbuf dst;	/* replies */
-	struct rbuf cpl;	/* completion records */
+	struct mbuf src;	/* exported */
+	struct mbuf dst;	/* replies */
+	struct mbuf cpl;	/* completion records */
 	uint64_t src_bus;	/* bus address of src byte 0 */
 	uint64_t src_left;	/* bytes of src's first chunk */
 };
@@ -282,9 +227,9 @@ FIXTURE_SETUP(rp)
 		       self->info.abi_version);
 	}
 	self->me = self->info.node_id;
-	ASSERT_EQ(0, rbuf_alloc(self->fd, BUF_SIZE, &self->src));
-	ASSERT_EQ(0, rbuf_alloc(self->fd, BUF_SIZE, &self->dst));
-	ASSERT_EQ(0, rbuf_alloc(self->fd, CPL_SIZE, &self->cpl));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->src));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->dst));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, CPL_SIZE, &self->cpl));
 	ASSERT_EQ(0, bus_of(self->fd, &self->info, self->src.a.handle, 0,
 			    &self->src_bus, &self->src_left));
 	ASSERT_EQ(self->src.a.bus_addr, self->src_bus);
@@ -293,9 +238,9 @@ FIXTURE_SETUP(rp)
 FIXTURE_TEARDOWN(rp)
 {
 	if (self->fd >= 0) {
-		rbuf_free(self->fd, &self->src);
-		rbuf_free(self->fd, &self->dst);
-		rbuf_free(self->fd, &self->cpl);
+		mbuf_free(self->fd, &self->src);
+		mbuf_free(self->fd, &self->dst);
+		mbuf_free(self->fd, &self->cpl);
 		close(self->fd);
 	}
 }
@@ -390,7 +335,7 @@ TEST_F(rp, unexport_validation)
 {
 	struct peach2_unexport u;
 	uint32_t id, other_id;
-	struct rbuf b;
+	struct mbuf b;
 	int fd2;
 
 	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, 4096,
@@ -407,12 +352,12 @@ TEST_F(rp, unexport_validation)
 	/* Another file's export is not ours to end. */
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, rbuf_alloc(fd2, 4096, &b));
+	ASSERT_EQ(0, mbuf_alloc(fd2, 4096, &b));
 	ASSERT_EQ(0, do_export(fd2, b.a.handle, 0, 4096, PEACH2_EXPORT_READ,
 			       &other_id, NULL));
 	ASSERT_EQ(ENOENT, do_unexport(self->fd, other_id));
 	ASSERT_EQ(0, do_unexport(fd2, other_id));
-	rbuf_free(fd2, &b);
+	mbuf_free(fd2, &b);
 	close(fd2);
 }
 
@@ -420,13 +365,13 @@ TEST_F(rp, export_limit_and_close)
 {
 	long long base = rp_counter("exports");
 	uint32_t id, first = 0;
-	struct rbuf b;
+	struct mbuf b;
 	int fd2;
 
 	ASSERT_LE(0, base);
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, rbuf_alloc(fd2, 4096, &b));
+	ASSERT_EQ(0, mbuf_alloc(fd2, 4096, &b));
 	for (unsigned int i = 0; i < PEACH2_MAX_EXPORTS_PER_FD; i++) {
 		ASSERT_EQ(0, do_export(fd2, b.a.handle, 0, 4096,
 				       PEACH2_EXPORT_READ, &id, NULL));
@@ -457,9 +402,9 @@ TEST_F(rp, free_revokes)
 {
 	long long base = rp_counter("exports");
 	uint32_t id1, id2, id3;
-	struct rbuf b;
+	struct mbuf b;
 
-	ASSERT_EQ(0, rbuf_alloc(self->fd, 8192, &b));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8192, &b));
 	ASSERT_EQ(0, do_export(self->fd, b.a.handle, 0, 4096,
 			       PEACH2_EXPORT_READ, &id1, NULL));
 	ASSERT_EQ(0, do_export(self->fd, b.a.handle, 4096, 4096,
@@ -485,7 +430,7 @@ TEST_F(rp, submit_validation)
 	struct peach2_rp_submit good, s;
 	struct peach2_rp_cpl c;
 	uint64_t last_tag;
-	struct rbuf big;
+	struct mbuf big;
 	uint64_t clen;
 
 	good = rp_read(self->me, 0, 0, self->src_bus, 64, sh, 0, ch, 0);
@@ -590,8 +535,9 @@ TEST_F(rp, submit_validation)
 	ASSERT_EQ(EFAULT, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, (void *)8));
 
 	/* A reply range across a chunk boundary of the reply buffer. */
-	ASSERT_EQ(0, rbuf_alloc(self->fd, 8 * MIB, &big));
-	clen = chunk_len_at(self->fd, big.a.handle, 0);
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8 * MIB, &big));
+	ASSERT_EQ(0, bus_of(self->fd, &self->info, big.a.handle, 0, NULL,
+			    &clen));
 	ASSERT_LT(0ULL, clen);
 	ASSERT_GT(8 * MIB, clen);
 	s = rp_read(self->me, 0, 0, self->src_bus, 128, big.a.handle,
@@ -601,7 +547,7 @@ TEST_F(rp, submit_validation)
 	ASSERT_EQ(0, rp_do(self->fd, &s, self->cpl.p, &c));
 	ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c.status);
 	/* ... and a record crossing into the next chunk cannot exist. */
-	rbuf_free(self->fd, &big);
+	mbuf_free(self->fd, &big);
 }
 
 /* Tags increase strictly, also between files. */
@@ -612,7 +558,7 @@ TEST_F(rp, tags_increase)
 	uint64_t last = 0, tags[64];
 	uint32_t id, key;
 	int fd2, i;
-	struct rbuf c2;
+	struct mbuf c2;
 
 	/*
 	 * FAA on a READ-only export: refused, but with the right key (64
@@ -622,7 +568,7 @@ TEST_F(rp, tags_increase)
 			       PEACH2_EXPORT_READ, &id, &key));
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, rbuf_alloc(fd2, 4096, &c2));
+	ASSERT_EQ(0, mbuf_alloc(fd2, 4096, &c2));
 	for (i = 0; i < 64; i++) {
 		int f = i % 2 ? fd2 : self->fd;
 		uint32_t ch = i % 2 ? c2.a.handle : self->cpl.a.handle;
@@ -641,7 +587,7 @@ TEST_F(rp, tags_increase)
 		ASSERT_EQ(0, wait_cpl(rec, tags[i], &c, WAIT_S));
 		ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c.status);
 	}
-	rbuf_free(fd2, &c2);
+	mbuf_free(fd2, &c2);
 	close(fd2);
 	ASSERT_EQ(0, do_unexport(self->fd, id));
 }
@@ -748,12 +694,13 @@ TEST_F(rp, read_across_chunks)
 {
 	struct peach2_rp_submit s;
 	struct peach2_rp_cpl c;
-	struct rbuf big, reply;
+	struct mbuf big, reply;
 	uint64_t clen, rlen, soff, bus;
 	uint32_t id, key, len;
 
-	ASSERT_EQ(0, rbuf_alloc(self->fd, 8 * MIB, &big));
-	clen = chunk_len_at(self->fd, big.a.handle, 0);
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8 * MIB, &big));
+	ASSERT_EQ(0, bus_of(self->fd, &self->info, big.a.handle, 0, NULL,
+			    &clen));
 	ASSERT_LT(0ULL, clen);
 	ASSERT_GT(8 * MIB, clen);
 	fill(big.p, 8 * MIB, 5);
@@ -774,8 +721,9 @@ TEST_F(rp, read_across_chunks)
 	ASSERT_EQ(0, memcmp(self->dst.p + 16, big.p + soff, len));
 
 	/* PEACH2_RP_MAX_LEN, across chunks, into one chunk of the reply. */
-	ASSERT_EQ(0, rbuf_alloc(self->fd, PEACH2_RP_MAX_LEN, &reply));
-	rlen = chunk_len_at(self->fd, reply.a.handle, 0);
+	ASSERT_EQ(0, mbuf_alloc(self->fd, PEACH2_RP_MAX_LEN, &reply));
+	ASSERT_EQ(0, bus_of(self->fd, &self->info, reply.a.handle, 0, NULL,
+			    &rlen));
 	len = rlen >= PEACH2_RP_MAX_LEN ? PEACH2_RP_MAX_LEN : (uint32_t)rlen;
 	if (len != PEACH2_RP_MAX_LEN)
 		TH_LOG("reply buffer's first chunk is %llu bytes: reading that much",
@@ -802,8 +750,8 @@ TEST_F(rp, read_across_chunks)
 	ASSERT_EQ(0U, c.len);
 
 	ASSERT_EQ(0, do_unexport(self->fd, id));
-	rbuf_free(self->fd, &reply);
-	rbuf_free(self->fd, &big);
+	mbuf_free(self->fd, &reply);
+	mbuf_free(self->fd, &big);
 }
 
 /* ---- end to end: atomics ----------------------------------------------------- */
@@ -971,7 +919,7 @@ TEST_F(rp, refusals)
 	uint32_t id, key, aid, akey, gone_id, gone_key;
 	uint64_t base = self->src_bus, ebase = base + 4096, dbus;
 	struct peach2_rp_submit s;
-	struct rbuf b;
+	struct mbuf b;
 	uint64_t bbus;
 
 	fill(self->src.p, BUF_SIZE, 3);
@@ -1065,7 +1013,7 @@ TEST_F(rp, refusals)
 		       "after UNEXPORT");
 
 	/* After FREE of the exported buffer (still mapped). */
-	ASSERT_EQ(0, rbuf_alloc(self->fd, 8192, &b));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8192, &b));
 	ASSERT_EQ(0, bus_of(self->fd, &self->info, b.a.handle, 0, &bbus, NULL));
 	ASSERT_EQ(0, do_export(self->fd, b.a.handle, 0, 8192,
 			       PEACH2_EXPORT_READ, &gone_id, &gone_key));
@@ -1223,12 +1171,12 @@ TEST_F(rp, close_revokes_for_requesters)
 	struct peach2_rp_cpl c;
 	uint32_t id, key;
 	uint64_t bus;
-	struct rbuf b;
+	struct mbuf b;
 	int fd2;
 
 	fd2 = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, rbuf_alloc(fd2, 4096, &b));
+	ASSERT_EQ(0, mbuf_alloc(fd2, 4096, &b));
 	ASSERT_EQ(0, bus_of(fd2, &self->info, b.a.handle, 0, &bus, NULL));
 	memset(b.p, 0xab, 4096);
 	ASSERT_EQ(0, do_export(fd2, b.a.handle, 0, 4096, PEACH2_EXPORT_READ,
@@ -1310,7 +1258,7 @@ TEST_F(rp, unbind_with_requests_queued)
 	struct peach2_rp_submit s;
 	struct peach2_rp_cpl c;
 	uint64_t rlen, bbus;
-	struct rbuf big, reply;
+	struct mbuf big, reply;
 	char pci[64];
 	double end;
 	int fd2, i;
@@ -1321,9 +1269,10 @@ TEST_F(rp, unbind_with_requests_queued)
 	ASSERT_EQ(0, card_pci_addr(pci, sizeof(pci)));
 
 	/* Big READs first keep the serving thread busy; the ring fills. */
-	ASSERT_EQ(0, rbuf_alloc(self->fd, 8 * MIB, &big));
-	ASSERT_EQ(0, rbuf_alloc(self->fd, PEACH2_RP_MAX_LEN, &reply));
-	rlen = chunk_len_at(self->fd, reply.a.handle, 0);
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 8 * MIB, &big));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, PEACH2_RP_MAX_LEN, &reply));
+	ASSERT_EQ(0, bus_of(self->fd, &self->info, reply.a.handle, 0, NULL,
+			    &rlen));
 	ASSERT_LT(0ULL, rlen);
 	ASSERT_EQ(0, do_export(self->fd, big.a.handle, 0, 8 * MIB,
 			       PEACH2_EXPORT_READ, &bid, &bkey));
@@ -1361,11 +1310,11 @@ TEST_F(rp, unbind_with_requests_queued)
 	ASSERT_LE(0, fd2);
 
 	/* Our old file, buffers and exports are gone with the old binding. */
-	rbuf_free(self->fd, &big);
-	rbuf_free(self->fd, &reply);
-	rbuf_free(self->fd, &self->src);
-	rbuf_free(self->fd, &self->dst);
-	rbuf_free(self->fd, &self->cpl);
+	mbuf_free(self->fd, &big);
+	mbuf_free(self->fd, &reply);
+	mbuf_free(self->fd, &self->src);
+	mbuf_free(self->fd, &self->dst);
+	mbuf_free(self->fd, &self->cpl);
 	close(self->fd);
 	self->fd = fd2;
 	ASSERT_EQ(0, xioctl(fd2, PEACH2_IOC_INFO, &self->info));
@@ -1373,9 +1322,9 @@ TEST_F(rp, unbind_with_requests_queued)
 	ASSERT_EQ(0, rp_counter("reply_errors"));
 
 	/* It serves again (seq keeps increasing across the reload). */
-	ASSERT_EQ(0, rbuf_alloc(fd2, BUF_SIZE, &self->src));
-	ASSERT_EQ(0, rbuf_alloc(fd2, BUF_SIZE, &self->dst));
-	ASSERT_EQ(0, rbuf_alloc(fd2, CPL_SIZE, &self->cpl));
+	ASSERT_EQ(0, mbuf_alloc(fd2, BUF_SIZE, &self->src));
+	ASSERT_EQ(0, mbuf_alloc(fd2, BUF_SIZE, &self->dst));
+	ASSERT_EQ(0, mbuf_alloc(fd2, CPL_SIZE, &self->cpl));
 	ASSERT_EQ(0, bus_of(fd2, &self->info, self->src.a.handle, 0,
 			    &self->src_bus, NULL));
 	fill(self->src.p, BUF_SIZE, 12);

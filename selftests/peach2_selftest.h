@@ -100,6 +100,48 @@ static inline int do_free(int fd, uint32_t handle)
 	return xioctl(fd, PEACH2_IOC_FREE, &f);
 }
 
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A buffer of the card (PEACH2_IOC_ALLOC), mapped read/write. */
+struct mbuf {
+	struct peach2_alloc a;
+	uint8_t *p;
+};
+
+/* 0 or errno. */
+static inline int mbuf_alloc(int fd, uint64_t size, struct mbuf *b)
+{
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->a.size = size;
+	ret = xioctl(fd, PEACH2_IOC_ALLOC, &b->a);
+	if (ret)
+		return ret;
+	b->p = mmap(NULL, b->a.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    (off_t)b->a.mmap_offset);
+	if (b->p == MAP_FAILED) {
+		b->p = NULL;
+		return errno;
+	}
+	return 0;
+}
+
+static inline void mbuf_free(int fd, struct mbuf *b)
+{
+	if (b->p)
+		munmap(b->p, b->a.size);
+	if (b->a.handle)
+		do_free(fd, b->a.handle);
+	memset(b, 0, sizeof(*b));
+}
+
 /* The card's PCI address (e.g. 0000:00:01.0), for unbind/bind: 0 or -errno. */
 static inline int card_pci_addr(char *out, size_t size)
 {
