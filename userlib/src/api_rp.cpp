@@ -197,24 +197,51 @@ int collect(tcaRequest *req, int timeout_ms, bool once)
 	return rc;
 }
 
-} // namespace
-
-extern "C" {
-
-int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len, tcaRequest *req)
+// The NB calls' common path: a still pending *req is left alone (-EBUSY);
+// a refusal before anything was sent ends *req with its code.
+template <typename Prepare>
+int start_nb(tcaRequest *req, bool args_ok, Prepare prepare)
 {
 	if (!req)
 		return -EINVAL;
 	return guarded([&] {
 		if (still_pending(*req))
 			return -EBUSY; // *req left alone
-		if (!dst || !src)
+		if (!args_ok)
 			return refused(req, -EINVAL);
 		Prepared p;
-		if (int rc = prepare_get(dst, *src, src_offset, len, &p))
+		if (int rc = prepare(&p))
 			return refused(req, rc);
 		return submit_nb(p, req);
 	});
+}
+
+// tcaCas/tcaFaa: one atomic, waited for; the old value in *old.
+int atomic_wait(const tcaHandle *h, size_t offset, std::uint32_t op, std::uint64_t a, std::uint64_t b,
+		std::uint64_t *old)
+{
+	if (!h || !old)
+		return -EINVAL;
+	return guarded([&] {
+		Prepared p;
+		if (int rc = prepare_atomic(*h, offset, op, a, b, &p))
+			return rc;
+		RpOutcome o;
+		const int rc = submit_wait(p, &o);
+		if (rc == 0)
+			*old = o.value;
+		return rc;
+	});
+}
+
+} // namespace
+
+extern "C" {
+
+int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len, tcaRequest *req)
+{
+	return start_nb(req, dst && src,
+			[&](Prepared *p) { return prepare_get(dst, *src, src_offset, len, p); });
 }
 
 int tcaGet(void *dst, const tcaHandle *src, size_t src_offset, size_t len)
@@ -232,66 +259,25 @@ int tcaGet(void *dst, const tcaHandle *src, size_t src_offset, size_t len)
 
 int tcaCasNB(const tcaHandle *h, size_t offset, uint64_t compare, uint64_t swap, tcaRequest *req)
 {
-	if (!req)
-		return -EINVAL;
-	return guarded([&] {
-		if (still_pending(*req))
-			return -EBUSY; // *req left alone
-		if (!h)
-			return refused(req, -EINVAL);
-		Prepared p;
-		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_CAS, compare, swap, &p))
-			return refused(req, rc);
-		return submit_nb(p, req);
+	return start_nb(req, h != nullptr, [&](Prepared *p) {
+		return prepare_atomic(*h, offset, PEACH2_RP_OP_CAS, compare, swap, p);
 	});
 }
 
 int tcaCas(const tcaHandle *h, size_t offset, uint64_t compare, uint64_t swap, uint64_t *old)
 {
-	if (!h || !old)
-		return -EINVAL;
-	return guarded([&] {
-		Prepared p;
-		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_CAS, compare, swap, &p))
-			return rc;
-		RpOutcome o;
-		const int rc = submit_wait(p, &o);
-		if (rc == 0)
-			*old = o.value;
-		return rc;
-	});
+	return atomic_wait(h, offset, PEACH2_RP_OP_CAS, compare, swap, old);
 }
 
 int tcaFaaNB(const tcaHandle *h, size_t offset, uint64_t add, tcaRequest *req)
 {
-	if (!req)
-		return -EINVAL;
-	return guarded([&] {
-		if (still_pending(*req))
-			return -EBUSY; // *req left alone
-		if (!h)
-			return refused(req, -EINVAL);
-		Prepared p;
-		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_FAA, add, 0, &p))
-			return refused(req, rc);
-		return submit_nb(p, req);
-	});
+	return start_nb(req, h != nullptr,
+			[&](Prepared *p) { return prepare_atomic(*h, offset, PEACH2_RP_OP_FAA, add, 0, p); });
 }
 
 int tcaFaa(const tcaHandle *h, size_t offset, uint64_t add, uint64_t *old)
 {
-	if (!h || !old)
-		return -EINVAL;
-	return guarded([&] {
-		Prepared p;
-		if (int rc = prepare_atomic(*h, offset, PEACH2_RP_OP_FAA, add, 0, &p))
-			return rc;
-		RpOutcome o;
-		const int rc = submit_wait(p, &o);
-		if (rc == 0)
-			*old = o.value;
-		return rc;
-	});
+	return atomic_wait(h, offset, PEACH2_RP_OP_FAA, add, 0, old);
 }
 
 int tcaTest(tcaRequest *req)
