@@ -156,17 +156,26 @@ int Context::free(void *ptr)
 	return rc;
 }
 
-int Context::handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept
+int Context::locate(const void *ptr, Located *out) const noexcept
 {
 	const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
 	auto it = buffers_.upper_bound(addr);
 	if (it == buffers_.begin())
 		return TCA_ENOTBUF;
 	--it;
-	const std::uintptr_t offset = addr - it->first;
+	const std::uint64_t offset = addr - it->first;
 	if (offset >= it->second->size)
 		return TCA_ENOTBUF;
-	return make_handle(info_.node_id, it->second->pieces, offset, size, out);
+	*out = Located{it->first, it->second.get(), offset};
+	return 0;
+}
+
+int Context::handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept
+{
+	Located at{};
+	if (int rc = locate(ptr, &at))
+		return rc;
+	return make_handle(info_.node_id, at.buf->pieces, at.offset, size, out);
 }
 
 } // namespace tca

@@ -84,6 +84,15 @@ public:
 private:
 	Context() = default;
 
+	// The tcaMalloc buffer of this process that holds byte `ptr`.
+	struct Located {
+		std::uintptr_t base;     // its address (buffers_ key)
+		const DriverBuffer *buf;
+		std::uint64_t offset;    // of ptr inside it
+	};
+	// 0, or TCA_ENOTBUF when ptr is in none of them.
+	int locate(const void *ptr, Located *out) const noexcept;
+
 	UniqueFd fd_;                     // declared first: closed last
 	peach2_info info_{};
 	Mapping window_;

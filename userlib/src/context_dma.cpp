@@ -11,18 +11,13 @@ namespace tca {
 
 int Context::local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept
 {
-	const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-	auto it = buffers_.upper_bound(addr);
-	if (it == buffers_.begin())
-		return TCA_ENOTBUF;
-	--it;
-	const DriverBuffer &b = *it->second;
-	const std::uint64_t offset = addr - it->first;
-	if (offset >= b.size)
-		return TCA_ENOTBUF;
-	if (!range_fits(offset, len, b.size))
+	Located at{};
+	if (int rc = locate(ptr, &at))
+		return rc;
+	const DriverBuffer &b = *at.buf;
+	if (!range_fits(at.offset, len, b.size))
 		return TCA_ERANGE;
-	*out = DmaSide{b.id(), b.pieces, offset};
+	*out = DmaSide{b.id(), b.pieces, at.offset};
 	return 0;
 }
 

@@ -17,15 +17,11 @@ namespace tca {
 int Context::export_range(const void *ptr, std::size_t size, std::uint32_t peach2_flags,
 			  tcaHandle *out)
 {
-	const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-	auto it = buffers_.upper_bound(addr);
-	if (it == buffers_.begin())
-		return TCA_ENOTBUF;
-	--it;
-	const DriverBuffer &b = *it->second;
-	const std::uint64_t offset = addr - it->first;
-	if (offset >= b.size)
-		return TCA_ENOTBUF;
+	Located at{};
+	if (int rc = locate(ptr, &at))
+		return rc;
+	const DriverBuffer &b = *at.buf;
+	const std::uint64_t offset = at.offset;
 	if (size == 0)
 		size = b.size - offset;
 	if (!range_fits(offset, size, b.size))
@@ -44,7 +40,7 @@ int Context::export_range(const void *ptr, std::size_t size, std::uint32_t peach
 		return -errno;
 	if (e.export_id == 0)
 		return TCA_EDEVICE;
-	exports_[e.export_id] = ExportRef{it->first, e.key};
+	exports_[e.export_id] = ExportRef{at.base, e.key};
 	attach_export(&h, e.export_id, e.key);
 	*out = h;
 	return 0;
