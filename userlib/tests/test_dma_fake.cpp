@@ -31,19 +31,13 @@ class FakeDma : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
 	{
-		char tmpl[] = "/tmp/tca-fake-dma-XXXXXX";
-		ASSERT_NE(nullptr, mkdtemp(tmpl));
-		dir_ = tmpl;
-		setenv("TCA_FAKE_DIR", dir_.c_str(), 1);
-		setenv("TCA_DEVICE", "/fake/peach2-0", 1);
-		setenv("TCA_FAKE_NODE", "0", 1);
-		setenv("TCA_FAKE_NODES", "2", 1);
+		dir_ = tcatest::use_fake_device("dma");
 		setenv("TCA_FAKE_CHUNK", "4096", 1); // buffers of many chunks
 	}
 	static void TearDownTestSuite()
 	{
 		tcaFinalize();
-		std::system(("rm -rf " + dir_).c_str());
+		tcatest::remove_fake_device(dir_);
 	}
 	void SetUp() override
 	{

@@ -36,24 +36,18 @@ class FakeRp : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
 	{
-		char tmpl[] = "/tmp/tca-fake-rp-XXXXXX";
-		ASSERT_NE(nullptr, mkdtemp(tmpl));
-		dir_ = tmpl;
-		setenv("TCA_FAKE_DIR", dir_.c_str(), 1);
-		setenv("TCA_DEVICE", "/fake/peach2-0", 1);
-		setenv("TCA_FAKE_NODE", "0", 1);
-		setenv("TCA_FAKE_NODES", "2", 1);
+		dir_ = tcatest::use_fake_device("rp");
 		setenv("TCA_RP_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
 	}
 	static void TearDownTestSuite()
 	{
 		tcaFinalize();
-		std::system(("rm -rf " + dir_).c_str());
+		tcatest::remove_fake_device(dir_);
 	}
 	void SetUp() override
 	{
 		if (!fake_rp_control || !fake_rp_log)
-			GTEST_SKIP() << "run under LD_PRELOAD=libfake_peach2.so (ctest does)";
+			FAIL() << "run under LD_PRELOAD=libfake_peach2.so (ctest does)";
 		ASSERT_EQ(0, tcaInit());
 		fake_rp_control("reset", 0);
 	}
