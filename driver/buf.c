@@ -102,6 +102,22 @@ u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 }
 
 /* The chunk that holds byte @offset of @buf (offset < buf->size). */
+/* [off, off + len) inside [0, size)? (overflow-safe) */
+bool peach2_range_ok(u64 size, u64 off, u64 len)
+{
+	u64 end;
+
+	return !check_add_overflow(off, len, &end) && end <= size;
+}
+
+/* [off, off + len) of @buf inside one chunk? (the range is in the buffer) */
+bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len)
+{
+	const struct peach2_mem *mem = peach2_buf_chunk(buf, off);
+
+	return off + len <= mem->offset + mem->len;
+}
+
 const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
 					  u64 offset)
 {

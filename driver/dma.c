@@ -154,22 +154,6 @@ static int peach2_stride_span(u64 len, u64 burst, u64 gap, u64 *span)
 	return 0;
 }
 
-/* [off, off + len) inside [0, size)? */
-static bool peach2_range_ok(u64 size, u64 off, u64 len)
-{
-	u64 end;
-
-	return !check_add_overflow(off, len, &end) && end <= size;
-}
-
-/* [off, off + len) of @buf inside one chunk? (the range is in the buffer) */
-static bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len)
-{
-	const struct peach2_mem *mem = peach2_buf_chunk(buf, off);
-
-	return off + len <= mem->offset + mem->len;
-}
-
 /*
  * Check one transfer and look up its buffers (references for the caller;
  * *dst is NULL for a remote destination, *src NULL for an immediate).

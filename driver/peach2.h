@@ -315,6 +315,8 @@ struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
 void peach2_buf_put(struct peach2_buf *buf);
 const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
 					  u64 offset);
+bool peach2_range_ok(u64 size, u64 off, u64 len);
+bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len);
 u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 			   const struct peach2_mem *mem);
 unsigned long peach2_buf_pfn(const struct peach2_buf *buf, u64 offset);

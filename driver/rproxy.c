@@ -217,7 +217,6 @@ long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
 	struct peach2_buf *buf = NULL;
 	struct peach2_export req;
 	struct peach2_exp *exp;
-	u64 end;
 	u32 id;
 	int ret;
 
@@ -244,7 +243,7 @@ long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
 		ret = -ENOENT;
 		goto err;
 	}
-	if (check_add_overflow(req.offset, req.len, &end) || end > buf->size) {
+	if (!peach2_range_ok(buf->size, req.offset, req.len)) {
 		ret = -EINVAL;
 		goto err;
 	}
@@ -341,19 +340,17 @@ static int peach2_rp_local(struct peach2_file *ctx, u32 handle, u64 off,
 	const struct peach2_mem *mem;
 	struct peach2_buf *buf;
 	int ret = -EINVAL;
-	u64 end;
 
 	if (!handle)
 		return -EINVAL;
 	buf = peach2_buf_lookup(ctx, handle);
 	if (!buf)
 		return -ENOENT;
-	if (!check_add_overflow(off, len, &end) && end <= buf->size) {
+	if (peach2_range_ok(buf->size, off, len) &&
+	    peach2_one_chunk(buf, off, len)) {
 		mem = peach2_buf_chunk(buf, off);
-		if (end <= mem->offset + mem->len) {
-			*bus = mem->dma + (off - mem->offset);
-			ret = 0;
-		}
+		*bus = mem->dma + (off - mem->offset);
+		ret = 0;
 	}
 	peach2_buf_put(buf);
 	return ret;
