@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from peach2_testlib import check, sysfs_read, wait_until
+from peach2_testlib import check, rp_pair, sysfs_read, wait_until
 
 pytestmark = pytest.mark.vm
 
@@ -46,15 +46,6 @@ def _wait_serve(c, node, pid, timeout=120):
     wait_until(lambda: c.run(node, "kill -0 %d 2>/dev/null" % pid)[0] != 0,
                timeout=timeout, what="rp_check serve on node%d to exit" % node)
     return _serve_log(c, node)
-
-
-def _pair(c, server, client, serve_args, client_cmd, timeout=600):
-    """serve on `server` and a client subcommand on `client`, concurrently."""
-    cmds = {server: "tca_rp_check serve --peer %d %s" % (client, serve_args),
-            client: "tca_rp_check %s --peer %d" % (client_cmd, server)}
-    (rc_s, out_s), (rc_c, out_c) = c.run_all(lambda i: cmds[i], timeout=timeout,
-                                             nodes=[server, client])
-    return rc_s, out_s, rc_c, out_c
 
 
 @pytest.mark.parametrize("target,reader", [(0, 1), (1, 0)])
@@ -98,8 +89,8 @@ def test_concurrent_atomics_from_two_nodes_give_the_exact_total(cluster2):
     """Node 1 adds 1 to a counter on node 0, 600 times, while node 0's own process adds
     1 to the same counter through its read proxy (a request to itself) 600 times: the
     final value is exactly 1200, and every old value node 1 saw was increasing."""
-    rc_s, out_s, rc_c, out_c = _pair(cluster2, 0, 1, "--counter --self-faa 600 --seed 3",
-                                     "faa --count 600 --seed 3")
+    rc_s, out_s, rc_c, out_c = rp_pair(cluster2, 0, 1, "--counter --self-faa 600 --seed 3",
+                                       "faa --count 600 --seed 3")
     assert rc_s == 0 and rc_c == 0, out_s + out_c
     assert re.search(r"faa: 600 adds of 1, .* monotonic=yes", out_c), out_c
     m = re.search(r"serve: counter=(\d+)", out_s)
@@ -110,8 +101,8 @@ def test_concurrent_atomics_from_two_nodes_give_the_exact_total(cluster2):
 def test_cas_returns_the_old_value_and_swaps_only_on_match(cluster2):
     """Node 0 CASes a counter on node 1: a mismatching compare returns the old value and
     changes nothing; a matching one returns the old value and swaps."""
-    rc_s, out_s, rc_c, out_c = _pair(cluster2, 1, 0, "--counter --seed 4",
-                                     "cas-check --seed 4")
+    rc_s, out_s, rc_c, out_c = rp_pair(cluster2, 1, 0, "--counter --seed 4",
+                                       "cas-check --seed 4")
     assert rc_s == 0 and rc_c == 0, out_s + out_c
     assert "cas-check: PASS" in out_c, out_c
 
@@ -135,8 +126,8 @@ def test_requests_the_target_must_refuse_are_refused_and_counted(cluster2, serve
     before = _rproxy(c, 0)
     remote = expect.startswith("remote")
     tool_expect = "notexported" if expect == "remote-notexported" else expect
-    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 5 " + serve_args,
-                                     "expect-refused --seed 5 --expect %s %s" % (tool_expect, client_args))
+    rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 5 " + serve_args,
+                                       "expect-refused --seed 5 --expect %s %s" % (tool_expect, client_args))
     assert rc_c == 0 and "PASS" in out_c, out_c + out_s
     assert rc_s == 0, out_s
     after = _rproxy(c, 0)
@@ -156,8 +147,8 @@ def test_target_process_dies_while_requests_are_in_flight(cluster2, how):
     gets: gets before succeed, gets after are refused (RP_NOT_EXPORTED), nothing hangs
     or times out, the export is gone and the node still serves a new exporter."""
     c = cluster2
-    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 6 --%s-after-ms 3000" % how,
-                                     "flood --seed 6 --seconds 8 --inflight 16 --allow-refused --no-done")
+    rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 6 --%s-after-ms 3000" % how,
+                                       "flood --seed 6 --seconds 8 --inflight 16 --allow-refused --no-done")
     m = re.search(r"flood: (\d+) completed .* ok=(\d+) rp_full=(\d+) refused=(\d+) "
                   r"timeout=(\d+) other=(\d+)", out_c)
     assert rc_c == 0 and m, out_c + out_s
@@ -165,7 +156,7 @@ def test_target_process_dies_while_requests_are_in_flight(cluster2, how):
     assert ok > 0 and refused > 0 and timeout == 0 and other == 0, out_c
     assert _rproxy(c, 0)["exports"] == 0
     # The node serves the next exporter normally.
-    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 7", "get-verify --seed 7 --iters 20")
+    rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 7", "get-verify --seed 7 --iters 20")
     assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
 
 
@@ -202,7 +193,7 @@ def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
     assert after["card_rx_refused"] - before["card_rx_refused"] >= full, (before, after)
     assert during["served_read"] > before["served_read"], (before, during)
     print("flood: %s; target answered a shell command mid-flood in %.2f s" % (m.group(0), answer_s))
-    rc_s, out_s, rc_c, out_c = _pair(c, 0, 1, "--seed 9", "get-verify --seed 9 --iters 20")
+    rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 9", "get-verify --seed 9 --iters 20")
     assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
 
 

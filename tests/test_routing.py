@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from peach2_testlib import check, sysfs_read, wait_sysfs, wait_until
+from peach2_testlib import check, rp_pair, sysfs_read, wait_sysfs, wait_until
 
 pytestmark = pytest.mark.vm
 
@@ -137,18 +137,13 @@ def test_dma_data_intact_over_two_hops(ring4, sender, receiver):
 def test_read_proxy_over_two_hops(ring4):
     """Gets and FAAs between nodes two cables apart: the request (RPREQ) and the
     reply are forwarded by the middle card, which keeps the true source node."""
-    cmds = {0: "tca_rp_check serve --peer 2 --counter --seed 21",
-            2: "tca_rp_check get-verify --peer 0 --seed 21 --iters 40 --max-len 256K"}
-    res = ring4.run_all(lambda i: cmds[i], nodes=[0, 2], timeout=600)
-    for rc, out in res:
-        assert rc == 0, out
-    assert " 0 mismatches, 0 errors" in res[1][1], res[1][1]
-    cmds = {0: "tca_rp_check serve --peer 2 --counter --seed 22",
-            2: "tca_rp_check faa --peer 0 --seed 22 --count 50"}
-    res = ring4.run_all(lambda i: cmds[i], nodes=[0, 2], timeout=600)
-    for rc, out in res:
-        assert rc == 0, out
-    assert "counter=50" in res[0][1], res[0][1]
+    rc_s, out_s, rc_c, out_c = rp_pair(ring4, 0, 2, "--counter --seed 21",
+                                       "get-verify --seed 21 --iters 40 --max-len 256K")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert " 0 mismatches, 0 errors" in out_c, out_c
+    rc_s, out_s, rc_c, out_c = rp_pair(ring4, 0, 2, "--counter --seed 22", "faa --seed 22 --count 50")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert "counter=50" in out_s, out_s
     # Node 2's requests reached node 0's ring stamped as node 2's: the middle
     # node's card only forwarded them.
     mid = sysfs_read(ring4, 1, "rproxy")
