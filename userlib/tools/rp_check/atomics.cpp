@@ -97,7 +97,7 @@ int cmd_cas_check(int argc, char **argv)
 	};
 	// One call per statement: the value is read only after the call returned.
 	int rc = tcaFaa(&s.ctrl, kCounterOff, 0, &v);
-	step("read", rc, v, v);
+	step("read", rc, v, v); // checks rc only: v is whatever the counter holds
 	// A compare that does not match: old value back, memory unchanged.
 	rc = tcaCas(&s.ctrl, kCounterOff, v + 1, 0xdead, &old);
 	step("cas mismatch", rc, old, v);
