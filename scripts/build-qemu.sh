@@ -7,12 +7,26 @@ set -euo pipefail
 
 QDIR=$PEACH2_CACHE/qemu-$PEACH2_QEMU_VERSION
 BIN=$(peach2_qemu_bin)
+# This checkout's QEMU: scripts/cluster.py boots $PEACH2_BUILD/qemu-system-x86_64.
+use_bin() {
+  ln -sf "$BIN" "$QDIR/bin/qemu-system-x86_64"
+  mkdir -p "$PEACH2_BUILD"
+  ln -sfn "$BIN" "$PEACH2_BUILD/qemu-system-x86_64"
+}
 if [ -x "$BIN" ]; then
   say "cached: $BIN"
-  ln -sf "$BIN" "$QDIR/bin/qemu-system-x86_64"
+  use_bin
   exit 0
 fi
 mkdir -p "$QDIR/bin" "$QDIR/dl"
+# One build at a time: every checkout on this machine shares the source and build tree.
+exec 9>"$QDIR/.lock"
+flock 9
+if [ -x "$BIN" ]; then # another checkout built this very device while we waited
+  say "cached: $BIN"
+  use_bin
+  exit 0
+fi
 
 # 1. Source, from Debian's source package (needs a deb-src entry: scripts/install-deps.sh).
 # Our QEMU patches are applied once to the extracted tree; when the set of
@@ -60,7 +74,7 @@ say "building qemu-system-x86_64 (cold: ~5 min on 2 cores; warm: seconds)"
   || die "QEMU build failed"
 [ -x "$QDIR/build/qemu-system-x86_64" ] || die "QEMU build produced no binary"
 cp "$QDIR/build/qemu-system-x86_64" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
-ln -sf "$BIN" "$QDIR/bin/qemu-system-x86_64"
+use_bin
 # Keep only the newest few device builds.
 ls -t "$QDIR"/bin/qemu-system-x86_64-* 2>/dev/null | tail -n +6 | xargs -r rm -f
 say "built $BIN"

@@ -113,8 +113,14 @@ def guest_kver():
 
 
 def default_qemu():
+    """$PEACH2_QEMU, else the QEMU that scripts/build-qemu.sh built from this checkout's
+    device sources (a link in the build dir: other checkouts on the machine share the
+    cache and may have built a different device), else the cache's newest build."""
     if os.environ.get("PEACH2_QEMU"):
         return os.environ["PEACH2_QEMU"]
+    own = os.path.join(build_dir(), "qemu-system-x86_64")
+    if os.path.lexists(own):  # even dangling (pruned from the cache): never another device
+        return own
     ver = os.environ.get("PEACH2_QEMU_VERSION") or _lib_default("PEACH2_QEMU_VERSION", "7.2")
     return os.path.join(cache_dir(), "qemu-%s" % ver, "bin", "qemu-system-x86_64")
 

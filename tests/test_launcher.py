@@ -143,12 +143,21 @@ def test_defaults_follow_lib_sh(monkeypatch):
     for v in ("PEACH2_QEMU", "PEACH2_KERNEL", "PEACH2_INITRD", "PEACH2_GUEST_KVER",
               "PEACH2_QEMU_VERSION", "PEACH2_BUILD"):
         monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("PEACH2_BUILD", "/nonexistent-build")
     assert cm.default_qemu() == "/c/qemu-7.2/bin/qemu-system-x86_64"
     assert cm.default_kernel() == "/c/guest/vmlinuz-6.1.0-56-amd64"
-    monkeypatch.setenv("PEACH2_BUILD", "/nonexistent-build")
     assert cm.default_initrd() == "/nonexistent-build/guest/initramfs.cpio.gz"
     monkeypatch.setenv("PEACH2_QEMU", "/x/qemu")
     assert cm.default_qemu() == "/x/qemu"
+
+
+def test_default_qemu_is_this_checkouts_build(monkeypatch, tmp_path):
+    monkeypatch.delenv("PEACH2_QEMU", raising=False)
+    monkeypatch.setenv("PEACH2_CACHE", "/c")
+    monkeypatch.setenv("PEACH2_BUILD", str(tmp_path))
+    assert cm.default_qemu() == "/c/qemu-7.2/bin/qemu-system-x86_64"
+    (tmp_path / "qemu-system-x86_64").symlink_to("/c/qemu-7.2/bin/qemu-system-x86_64-0123")
+    assert cm.default_qemu() == str(tmp_path / "qemu-system-x86_64")
 
 
 def test_initrd_default(monkeypatch, tmp_path):
