@@ -3,7 +3,7 @@
 # $PEACH2_BUILD/guest/initramfs.cpio with PEACH2_INITRD_COMPRESS=none. Exactly one of the
 # two exists afterwards; scripts/cluster.py boots whichever is there.
 #
-# Contents (docs/DESIGN-NOTES-FOR-HELPERS.md, "guest layout"):
+# Contents:
 #   /init                      scripts/guest/init (busybox sh)
 #   busybox + applet links     from Debian's busybox-static
 #   /lib/modules/peach2.ko     driver/peach2.ko (required: `make -C driver`)

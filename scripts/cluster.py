@@ -21,7 +21,7 @@ speaks the command protocol of scripts/guest/init over:
     host:  "<command>\\n"                             one line
     guest: <output> "\\n@@RC <rc>\\n"                 the newline before @@RC is framing
 
-Cabling (docs/DESIGN-NOTES-FOR-HELPERS.md): N=2: node0.E <-> node1.W; N>=3: a ring,
+Cabling: N=2: node0.E <-> node1.W; N>=3: a ring,
 node i E <-> node (i+1)%N W. Every cable is one unix socket in the run directory; the
 E side listens (server=on,wait=off), the W side connects (reconnect=1).
 
