@@ -53,10 +53,12 @@ if [ $need_src -eq 0 ]; then :; else
   fi
 fi
 
+# Wait for another apt/dpkg run (e.g. a second checkout's set-up) instead of failing.
+APT_WAIT=(-o DPkg::Lock::Timeout=600)
 echo "install-deps: apt-get update"
-$SUDO apt-get update -q
+$SUDO apt-get "${APT_WAIT[@]}" update -q
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get "${APT_WAIT[@]}" install -y -q --no-install-recommends "${missing[@]}"
 fi
 echo "install-deps: done"
