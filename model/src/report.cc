@@ -69,8 +69,10 @@ void print_report(std::ostream& out, const Workload& w, const Prediction& p, con
     if (w.host_span_ns) {
         const double emulated = static_cast<double>(w.host_span_ns) / 1e3;
         out << "Whole run emulated (host clock): " << time_text(emulated);
-        if (predicted > 0)
-            out << "  (" << fmt("%.0f", emulated / predicted) << " x the prediction)";
+        if (predicted > 0) {
+            const double ratio = emulated / predicted;
+            out << "  (" << fmt(ratio >= 10 ? "%.0f" : "%.2f", ratio) << " x the prediction)";
+        }
         out << "\n";
     }
     out << "\n";
