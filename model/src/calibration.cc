@@ -109,6 +109,12 @@ std::optional<std::vector<Figure>> calibrate(const std::string& text, std::strin
     const Params& b = *p2015;  // paper 000's logic
     using trace::DmaMode;
     std::vector<Figure> f;
+    // What the last figure is, for matching benchmark rows with it.
+    const auto is = [&](const char* op, const char* mode, const char* metric) {
+        f.back().op = op;
+        f.back().mode = mode;
+        f.back().metric = metric;
+    };
     // A figure stated as a value: accepted within 10 % of it.
     const auto near = [&](std::string id, std::string what, std::string source, const Params& prm,
                           std::string unit, double paper, double model, uint32_t bytes = 0) {
@@ -122,14 +128,18 @@ std::optional<std::vector<Figure>> calibrate(const std::string& text, std::strin
          3.66, a.link_payload_gbps());
     near("pio_latency", "PIO CPU -> remote CPU, 8 B, one way", "004 4.2.3", a, "us", 0.9,
          pio_pingpong_us(a, 8), 8);
+    is("PIO put", "-", "latency");
     near("dma_latency_reg", "DMA register mode, 8 B, one way", "004 4.2.3", a, "us", 2.4,
          dma_pingpong_us(a, DmaMode::Register, 8, false), 8);
+    is("DMA run", "register", "latency");
     const double dma8k = dma_pingpong_us(a, DmaMode::Register, 8192, false);
     f.push_back({"dma_latency_8k", "DMA register mode, 8 KiB, one way", "004 4.2.3", a.profile,
                  "us", "< 5", 5, 0, 5, dma8k, 8192});
+    is("DMA run", "register", "latency");
     near("dma_bw_remote_2013", "DMA between nodes, 4 MiB, max bandwidth", "004 4.2.3", a, "GB/s",
          3.5, 4.0 * 1024 * 1024 / 1e3 / dma_pingpong_us(a, DmaMode::Register, 4 << 20, false),
          4 << 20);
+    is("DMA run", "register", "bandwidth");
     const double local128 = local_dma_us(a, DmaMode::ChainHost, 128, 4096);
     near("dma_bw_local", "local DMA, 128 chained 4 KiB host descriptors", "004 4.1.1 fig. 4", a,
          "GB/s", 3.3, 128 * 4096 / 1e3 / local128, 4096);
@@ -145,18 +155,25 @@ std::optional<std::vector<Figure>> calibrate(const std::string& text, std::strin
     }
     near("dma_latency_card", "DMA on-card descriptors, 8 B + status, one way", "000 2.6", b, "us",
          2.0, dma_pingpong_us(b, DmaMode::ChainCard, 8, true), 8);
+    is("DMA run", "on-card", "latency");
     near("dma_latency_host", "DMA host descriptors, 8 B + status, one way", "000 2.6", b, "us", 2.2,
          dma_pingpong_us(b, DmaMode::ChainHost, 8, true), 8);
+    is("DMA run", "host", "latency");
     near("dma_bw_remote_2015", "DMA between nodes, 4 MiB, max bandwidth", "000 2.6", b, "GB/s", 3.5,
          4.0 * 1024 * 1024 / 1e3 / dma_pingpong_us(b, DmaMode::ChainHost, 4 << 20, true), 4 << 20);
+    is("DMA run", "host", "bandwidth");
     near("pio_latency_2015", "PIO CPU -> remote CPU, 8 B, one way", "004 4.2.3", b, "us", 0.9,
          pio_pingpong_us(b, 8), 8);
+    is("PIO put", "-", "latency");
     near("get_latency", "read-proxy get, 8 B (TCA Verbs RDMA Read)", "000 4.4.3", b, "us", 6.5,
          read_proxy_us(b, 1, 8), 8);
+    is("get", "-", "latency");
     near("cas_latency", "read-proxy CAS (TCA Verbs atomic)", "000 4.4.4", b, "us", 6.5,
          read_proxy_us(b, 2, 8), 8);
+    is("atomic", "cas", "latency");
     near("faa_latency", "read-proxy FAA (TCA Verbs atomic)", "000 4.4.4", b, "us", 6.5,
          read_proxy_us(b, 3, 8), 8);
+    is("atomic", "faa", "latency");
     return f;
 }
 
@@ -168,13 +185,13 @@ std::vector<CurvePoint> curves(const Params& p) {
     for (uint32_t b = 8; b <= 4096; b *= 2)
         add("PIO", b, pio_pingpong_us(p, b));
     constexpr uint32_t kMax = 4u << 20;
-    for (uint32_t b = 8; b <= kMax; b *= 4)
+    for (uint32_t b = 8; b <= kMax; b *= 2)
         add("DMA on-card", b, dma_pingpong_us(p, trace::DmaMode::ChainCard, b, true));
-    for (uint32_t b = 8; b <= kMax; b *= 4)
+    for (uint32_t b = 8; b <= kMax; b *= 2)
         add("DMA host", b, dma_pingpong_us(p, trace::DmaMode::ChainHost, b, true));
-    for (uint32_t b = 8; b <= kMax; b *= 4)
+    for (uint32_t b = 8; b <= kMax; b *= 2)
         add("DMA register", b, dma_pingpong_us(p, trace::DmaMode::Register, b, false));
-    for (uint32_t b = 8; b <= kMax; b *= 4)
+    for (uint32_t b = 8; b <= kMax; b *= 2)
         add("get", b, read_proxy_us(p, 1, b));
     return out;
 }

@@ -24,6 +24,10 @@ struct Figure {
     double lo = 0, hi = 0;   // accepted model values: the statement widened by 10 %
     double model = 0;        // what the model predicts
     uint32_t bytes = 0;      // message size of the point (0: not a single size)
+    // What a benchmark row must be to compare with it: the operation ("PIO put",
+    // "DMA run", "get", "atomic" as peach2-model names them), the DMA mode
+    // ("on-card", "host", "register", "-") and "latency" or "bandwidth".
+    std::string op = "-", mode = "-", metric = "-";
     bool ok() const { return model >= lo && model <= hi; }
 };
 

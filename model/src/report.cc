@@ -5,8 +5,10 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace peach2::model {
@@ -54,6 +56,64 @@ const char* op_name(OpKind k) {
     case OpKind::Atomic: return "atomic";
     }
     return "?";
+}
+
+const char* op_mode(const Workload& w, const Op& op) {
+    switch (op.kind) {
+    case OpKind::Dma:
+        switch (w.runs[op.first].mode) {
+        case trace::DmaMode::ChainCard: return "on-card";
+        case trace::DmaMode::ChainHost: return "host";
+        case trace::DmaMode::Register: return "register";
+        }
+        return "-";
+    case OpKind::Atomic: return w.requests[op.first].op == 2 ? "cas" : "faa";
+    case OpKind::Pio:
+    case OpKind::Get: return "-";
+    }
+    return "-";
+}
+
+bool write_summary_csv(const std::string& path, const Workload& w, const Prediction& p,
+                       std::string* err) {
+    std::ofstream out(path);
+    if (!out) {
+        if (err)
+            *err = path + ": cannot create";
+        return false;
+    }
+    // (kind, mode, bytes) -> predicted and emulated times, µs.
+    std::map<std::tuple<int, std::string, uint64_t>,
+             std::pair<std::vector<double>, std::vector<double>>>
+        groups;
+    for (size_t i = 0; i < w.ops.size(); ++i) {
+        const Op& op = w.ops[i];
+        const OpTiming& t = p.ops[i];
+        if (t.begin == kUnknown || t.end == kUnknown)
+            continue;
+        auto& g = groups[{static_cast<int>(op.kind), op_mode(w, op), op.bytes}];
+        g.first.push_back(us(t.end - t.begin));
+        if (op.t_host_end > op.t_host_begin)
+            g.second.push_back(static_cast<double>(op.t_host_end - op.t_host_begin) / 1e3);
+    }
+    out << "op,mode,bytes,count,predicted_min_us,predicted_median_us,predicted_max_us,"
+           "emulated_median_us\n";
+    for (const auto& [key, times] : groups) {
+        const auto& [kind, mode, bytes] = key;
+        const auto [lo, hi] = std::minmax_element(times.first.begin(), times.first.end());
+        out << op_name(static_cast<OpKind>(kind)) << "," << mode << "," << bytes << ","
+            << times.first.size() << "," << fmt("%.4f", *lo) << ","
+            << fmt("%.4f", median(times.first)) << "," << fmt("%.4f", *hi) << ",";
+        if (!times.second.empty())
+            out << fmt("%.3f", median(times.second));
+        out << "\n";
+    }
+    if (!out) {
+        if (err)
+            *err = path + ": write failed";
+        return false;
+    }
+    return true;
 }
 
 void print_report(std::ostream& out, const Workload& w, const Prediction& p, const Params& params,
@@ -111,7 +171,8 @@ void print_report(std::ostream& out, const Workload& w, const Prediction& p, con
     }
     if (unfinished)
         out << unfinished << " operations did not finish in the model (see warnings)\n";
-    out << "(operation time: issue to the last byte delivered; --ops-csv lists each one)\n\n";
+    out << "(operation: from the CPU issuing it until a polling CPU sees its last byte; "
+           "--ops-csv lists each one)\n\n";
 
     // Links and ports.
     if (!p.resources.empty() && p.end > 0) {
@@ -181,11 +242,12 @@ void print_calibration(std::ostream& out, const std::vector<Figure>& figures) {
 }
 
 void write_calibration_csv(std::ostream& out, const std::vector<Figure>& figures) {
-    out << "id,what,source,profile,unit,paper,paper_value,lo,hi,model,bytes,ok\n";
+    out << "id,what,source,profile,unit,paper,paper_value,lo,hi,model,bytes,op,mode,metric,ok\n";
     for (const Figure& f : figures)
         out << f.id << ",\"" << f.what << "\"," << f.source << "," << f.profile << "," << f.unit
             << ",\"" << f.paper_text << "\"," << f.paper << "," << f.lo << "," << f.hi << ","
-            << fmt("%.4f", f.model) << "," << f.bytes << "," << (f.ok() ? 1 : 0) << "\n";
+            << fmt("%.4f", f.model) << "," << f.bytes << "," << f.op << "," << f.mode << ","
+            << f.metric << "," << (f.ok() ? 1 : 0) << "\n";
 }
 
 void write_curves_csv(std::ostream& out, const std::vector<CurvePoint>& points) {

@@ -634,6 +634,14 @@ private:
     }
 
     // ---- results ---------------------------------------------------------------------
+    // An operation ends when the CPU waiting for it can see it: its last byte
+    // in memory and a polling CPU noticing (the papers' ping-pong measures
+    // exactly that), or, for a DMA run that delivered nothing, DONE seen.
+    Time seen(uint32_t packet) const {
+        const Time t = out_.delivered[packet];
+        return t == kUnknown ? kUnknown : t + ps(p_.host_poll_ns);
+    }
+
     void finish() {
         out_.ops.resize(w_.ops.size());
         for (size_t i = 0; i < w_.ops.size(); ++i) {
@@ -642,26 +650,27 @@ private:
             switch (op.kind) {
             case OpKind::Pio:
                 t.begin = issued_pkt_[op.first];
-                t.end = out_.delivered[op.last];
+                t.end = seen(op.last);
                 break;
             case OpKind::Dma: {
                 const Run& run = w_.runs[op.first];
                 t.begin = issued_run_[op.first];
-                // Ended, and every byte delivered.
-                t.end = out_.run_done[op.first];
-                for (const Desc& d : run.descs)
-                    for (uint32_t pi : d.packets)
-                        if (t.end != kUnknown)
-                            t.end = out_.delivered[pi] == kUnknown
-                                        ? kUnknown
-                                        : std::max(t.end, out_.delivered[pi]);
+                const Time done = out_.run_done[op.first];
+                t.end = done == kUnknown ? kUnknown : done + ps(p_.dma_done_notice_ns);
+                if (run.packets > 0 && t.end != kUnknown) {
+                    t.end = 0;
+                    for (const Desc& d : run.descs)
+                        for (uint32_t pi : d.packets)
+                            if (t.end != kUnknown)
+                                t.end = seen(pi) == kUnknown ? kUnknown : std::max(t.end, seen(pi));
+                }
                 break;
             }
             case OpKind::Get:
             case OpKind::Atomic: {
                 const Request& q = w_.requests[op.first];
                 t.begin = issued_req_[op.first];
-                t.end = q.answer == kNoIndex ? kUnknown : out_.delivered[q.answer];
+                t.end = q.answer == kNoIndex ? kUnknown : seen(q.answer);
                 break;
             }
             }

@@ -40,6 +40,9 @@ struct ResourceUse {
     uint64_t packets = 0;
 };
 
+// From the CPU issuing it until the CPU waiting for it can see it (its last
+// byte delivered and noticed by a polling CPU; a DMA run without packets:
+// DONE seen).
 struct OpTiming {
     Time begin = kUnknown, end = kUnknown;
 };

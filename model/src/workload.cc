@@ -344,12 +344,14 @@ struct Builder {
             case OpKind::Pio: op.t_host_end = w.packets[op.last].t_host_recv; break;
             case OpKind::Dma: {
                 const Run& run = w.runs[op.first];
-                op.bytes = run.bytes;
                 uint64_t end = run.t_host_done;
+                op.bytes = 0;  // data: IMM values (completion words) are not counted
                 for (const Desc& d : run.descs)
                     for (uint32_t p : d.packets) {
                         end = std::max(end, w.packets[p].t_host_recv);
                         op.peer = w.packets[p].dst;
+                        if (!d.imm)
+                            op.bytes += w.packets[p].bytes;
                     }
                 op.t_host_end = end;
                 break;

@@ -91,7 +91,7 @@ enum class OpKind : uint8_t { Pio, Dma, Get, Atomic };
 struct Op {
     OpKind kind = OpKind::Pio;
     uint16_t node = 0, peer = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;            // data bytes (a DMA run's IMM completion words not counted)
     uint32_t first = 0, last = 0;  // PIO: packets; DMA: the run; get/atomic: the request
     uint64_t t_host_begin = 0, t_host_end = 0;  // emulated, 0 if not recorded
 };

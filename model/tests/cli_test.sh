@@ -25,6 +25,8 @@ check example 0 "wrote" -- "$tool" --write-example "$dir/run"
 check report 0 "Whole run on PEACH2 (predicted)" -- "$tool" "$dir/run"
 check report-ops 0 "get " -- "$tool" "$dir/run" --ops-csv "$dir/ops.csv"
 check ops-csv 0 "^op,kind,node,peer,bytes" -- head -1 "$dir/ops.csv"
+check summary 0 "" -- "$tool" "$dir/run" --summary-csv "$dir/summary.csv"
+check summary-csv 0 "^DMA run,host,1048576,1," -- cat "$dir/summary.csv"
 check profile 0 "profile 2013" -- "$tool" --profile 2013 "$dir/run"
 check calibration 0 "read-proxy get" -- "$tool" --calibration
 check calibration-csv 0 "^id,what,source" -- "$tool" --calibration --csv

@@ -41,6 +41,8 @@ void usage(std::ostream& out) {
            "                       ran 100x slower); default 0: communication only\n"
            "      --partial        model traces that were cut short (emulator killed)\n"
            "      --ops-csv FILE   write every operation's predicted time to FILE\n"
+           "      --summary-csv FILE  predicted and emulated times per kind of operation,\n"
+           "                       DMA mode and size, to FILE\n"
            "      --calibration    replay the papers' experiments; exit 1 if a figure is off\n"
            "      --curves         predicted latency and bandwidth by message size (CSV)\n"
            "      --csv            CSV output for --calibration\n"
@@ -81,13 +83,24 @@ int write_example(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    enum { kParams = 256, kPartial, kOpsCsv, kCalibration, kCurves, kCsv, kPrintParams, kExample };
+    enum {
+        kParams = 256,
+        kPartial,
+        kOpsCsv,
+        kCalibration,
+        kCurves,
+        kCsv,
+        kPrintParams,
+        kExample,
+        kSummaryCsv
+    };
     static const option kOptions[] = {
         {"profile", required_argument, nullptr, 'p'},
         {"params", required_argument, nullptr, kParams},
         {"host-scale", required_argument, nullptr, 's'},
         {"partial", no_argument, nullptr, kPartial},
         {"ops-csv", required_argument, nullptr, kOpsCsv},
+        {"summary-csv", required_argument, nullptr, kSummaryCsv},
         {"calibration", no_argument, nullptr, kCalibration},
         {"curves", no_argument, nullptr, kCurves},
         {"csv", no_argument, nullptr, kCsv},
@@ -96,7 +109,7 @@ int main(int argc, char** argv) {
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
     };
-    std::string profile, params_path, ops_csv, example_dir;
+    std::string profile, params_path, ops_csv, summary_csv, example_dir;
     SimOptions sim;
     peach2::trace::ReadOptions read;
     bool calibration = false, curves_mode = false, csv = false, print_params = false;
@@ -113,6 +126,7 @@ int main(int argc, char** argv) {
         }
         case kPartial: read.partial = true; break;
         case kOpsCsv: ops_csv = optarg; break;
+        case kSummaryCsv: summary_csv = optarg; break;
         case kCalibration: calibration = true; break;
         case kCurves: curves_mode = true; break;
         case kCsv: csv = true; break;
@@ -176,6 +190,8 @@ int main(int argc, char** argv) {
     const Prediction prediction = simulate(*workload, *params, sim);
     print_report(std::cout, *workload, prediction, *params, sim);
     if (!ops_csv.empty() && !write_ops_csv(ops_csv, *workload, prediction, &err))
+        return fail(err);
+    if (!summary_csv.empty() && !write_summary_csv(summary_csv, *workload, prediction, &err))
         return fail(err);
     return 0;
 }
