@@ -74,6 +74,7 @@ demo: qemu image
 
 bench: qemu image model
 	@$(BUILD)/model/peach2-model-bench
+	@$(PY) scripts/plot-model.py
 	@scripts/run-bench.sh
 
 sparse: deps

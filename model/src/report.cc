@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -37,6 +40,20 @@ std::string time_text(double us_value) {
     if (us_value >= 1e3)
         return fmt("%.3f ms", us_value / 1e3);
     return fmt("%.3f us", us_value);
+}
+
+// Writes a file through `body`; false and *err if it cannot be created or written.
+bool write_file(const std::string& path, const std::function<void(std::ostream&)>& body,
+                std::string* err) {
+    std::ofstream out(path);
+    if (out)
+        body(out);
+    if (!out) {
+        if (err)
+            *err = path + ": cannot write (" + std::strerror(errno) + ")";
+        return false;
+    }
+    return true;
 }
 
 double median(std::vector<double> v) {
@@ -76,12 +93,6 @@ const char* op_mode(const Workload& w, const Op& op) {
 
 bool write_summary_csv(const std::string& path, const Workload& w, const Prediction& p,
                        std::string* err) {
-    std::ofstream out(path);
-    if (!out) {
-        if (err)
-            *err = path + ": cannot create";
-        return false;
-    }
     // (kind, mode, bytes) -> predicted and emulated times, µs.
     std::map<std::tuple<int, std::string, uint64_t>,
              std::pair<std::vector<double>, std::vector<double>>>
@@ -96,24 +107,23 @@ bool write_summary_csv(const std::string& path, const Workload& w, const Predict
         if (op.t_host_end > op.t_host_begin)
             g.second.push_back(static_cast<double>(op.t_host_end - op.t_host_begin) / 1e3);
     }
-    out << "op,mode,bytes,count,predicted_min_us,predicted_median_us,predicted_max_us,"
-           "emulated_median_us\n";
-    for (const auto& [key, times] : groups) {
-        const auto& [kind, mode, bytes] = key;
-        const auto [lo, hi] = std::minmax_element(times.first.begin(), times.first.end());
-        out << op_name(static_cast<OpKind>(kind)) << "," << mode << "," << bytes << ","
-            << times.first.size() << "," << fmt("%.4f", *lo) << ","
-            << fmt("%.4f", median(times.first)) << "," << fmt("%.4f", *hi) << ",";
-        if (!times.second.empty())
-            out << fmt("%.3f", median(times.second));
-        out << "\n";
-    }
-    if (!out) {
-        if (err)
-            *err = path + ": write failed";
-        return false;
-    }
-    return true;
+    return write_file(
+        path,
+        [&](std::ostream& out) {
+            out << "op,mode,bytes,count,predicted_min_us,predicted_median_us,predicted_max_us,"
+                   "emulated_median_us\n";
+            for (const auto& [key, times] : groups) {
+                const auto& [kind, mode, bytes] = key;
+                const auto [lo, hi] = std::minmax_element(times.first.begin(), times.first.end());
+                out << op_name(static_cast<OpKind>(kind)) << "," << mode << "," << bytes << ","
+                    << times.first.size() << "," << fmt("%.4f", *lo) << ","
+                    << fmt("%.4f", median(times.first)) << "," << fmt("%.4f", *hi) << ",";
+                if (!times.second.empty())
+                    out << fmt("%.3f", median(times.second));
+                out << "\n";
+            }
+        },
+        err);
 }
 
 void print_report(std::ostream& out, const Workload& w, const Prediction& p, const Params& params,
@@ -195,34 +205,28 @@ void print_report(std::ostream& out, const Workload& w, const Prediction& p, con
 
 bool write_ops_csv(const std::string& path, const Workload& w, const Prediction& p,
                    std::string* err) {
-    std::ofstream out(path);
-    if (!out) {
-        if (err)
-            *err = path + ": cannot create";
-        return false;
-    }
-    out << "op,kind,node,peer,bytes,predicted_begin_us,predicted_end_us,predicted_us,emulated_us\n";
-    for (size_t i = 0; i < w.ops.size(); ++i) {
-        const Op& op = w.ops[i];
-        const OpTiming& t = p.ops[i];
-        out << i << "," << op_name(op.kind) << "," << op.node << "," << op.peer << "," << op.bytes
-            << ",";
-        if (t.begin != kUnknown && t.end != kUnknown)
-            out << fmt("%.4f", us(t.begin)) << "," << fmt("%.4f", us(t.end)) << ","
-                << fmt("%.4f", us(t.end - t.begin));
-        else
-            out << ",,";
-        out << ",";
-        if (op.t_host_end > op.t_host_begin)
-            out << fmt("%.3f", static_cast<double>(op.t_host_end - op.t_host_begin) / 1e3);
-        out << "\n";
-    }
-    if (!out) {
-        if (err)
-            *err = path + ": write failed";
-        return false;
-    }
-    return true;
+    return write_file(
+        path,
+        [&](std::ostream& out) {
+            out << "op,kind,node,peer,bytes,predicted_begin_us,predicted_end_us,predicted_us,"
+                   "emulated_us\n";
+            for (size_t i = 0; i < w.ops.size(); ++i) {
+                const Op& op = w.ops[i];
+                const OpTiming& t = p.ops[i];
+                out << i << "," << op_name(op.kind) << "," << op.node << "," << op.peer << ","
+                    << op.bytes << ",";
+                if (t.begin != kUnknown && t.end != kUnknown)
+                    out << fmt("%.4f", us(t.begin)) << "," << fmt("%.4f", us(t.end)) << ","
+                        << fmt("%.4f", us(t.end - t.begin));
+                else
+                    out << ",,";
+                out << ",";
+                if (op.t_host_end > op.t_host_begin)
+                    out << fmt("%.3f", static_cast<double>(op.t_host_end - op.t_host_begin) / 1e3);
+                out << "\n";
+            }
+        },
+        err);
 }
 
 void print_calibration(std::ostream& out, const std::vector<Figure>& figures) {
