@@ -18,6 +18,8 @@ PKGS=(
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
   # static checkers for driver/
   sparse
+  # benchmark charts (scripts/plot-model.py)
+  python3-matplotlib
 )
 
 missing=()
