@@ -248,7 +248,7 @@ def configure_root(root, files):
     # busybox applets for whatever no package provides (mount, insmod, vi, ...).
     bb = os.path.join(root, "usr/bin/busybox")
     if not os.path.exists(bb):
-        die("busybox is not in the image: keep it in %s" % PACKAGES)
+        die("busybox is not in the image: keep busybox-static in %s" % PACKAGES)
     out = run([bb, "--list-full"])  # Debian's busybox runs on the (Debian) build host
     applets = 0
     for app in out.split():

@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -201,8 +202,19 @@ static void logmsg(const char *fmt, ...)
 __attribute__((noreturn))
 static void refuse(int fd, const char *peer, const char *why)
 {
+	struct timeval tv = { .tv_sec = 1 };
+	char sink[4096];
+	size_t drained = 0;
+	ssize_t n;
+
 	logmsg("refused %s: %s", peer, why);
 	send_frame(fd, 'E', why, (uint32_t)strlen(why));
+	/* Read what the client already sent: closing with unread data would reset the
+	 * connection, and the client might never see why. */
+	shutdown(fd, SHUT_WR);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (drained < (1u << 20) && (n = read(fd, sink, sizeof(sink))) > 0)
+		drained += (size_t)n;
 	_exit(1);
 }
 
