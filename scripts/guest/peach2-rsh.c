@@ -82,12 +82,11 @@ static void die(const char *fmt, ...)
 
 /* ------------------------------------------------------------------ I/O helpers */
 
-static int write_all(int fd, const void *buf, size_t len)
+/* All of len bytes, or -1 (error, or end of file while reading). */
+static int io_all(int fd, char *p, size_t len, int writing)
 {
-	const char *p = buf;
-
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -99,21 +98,14 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (char *)buf, len, 1);
+}
+
 static int read_all(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return io_all(fd, buf, len, 0);
 }
 
 static int send_frame(int fd, char type, const void *data, uint32_t len)
