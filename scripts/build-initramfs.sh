@@ -24,6 +24,7 @@
 #   /usr/bin/peach2-rsh (setuid root)    scripts/guest/peach2-rsh.c, the remote-exec agent
 #   /etc/peach2/environment              scripts/guest/environment
 #   /etc/profile.d/peach2.sh             scripts/guest/profile.sh
+#   /etc/mdev.conf                       scripts/guest/mdev.conf (the card's node: group tca)
 # plus any shared library a layer program needs that the Debian root lacks (copied from
 # the build host, with a note). New kinds of files: add them in stage_layer below.
 #
@@ -87,6 +88,7 @@ stage_layer() {
   install -m 0644 "$KO" "$L/usr/lib/modules/peach2.ko"
   install -m 0644 "$GUEST_SRC/environment" "$L/etc/peach2/environment"
   install -m 0644 "$GUEST_SRC/profile.sh" "$L/etc/profile.d/peach2.sh"
+  install -m 0644 "$GUEST_SRC/mdev.conf" "$L/etc/mdev.conf"
   # The remote-exec agent: setuid root (the server trusts privileged source ports only).
   cc -O2 -Wall -Wextra -Werror -o "$OUTDIR/peach2-rsh" "$GUEST_SRC/peach2-rsh.c" \
     || die "cannot build scripts/guest/peach2-rsh.c"

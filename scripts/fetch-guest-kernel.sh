@@ -124,7 +124,7 @@ fetch_deb() {
   deb=$(find_deb)
   if [ -z "$deb" ]; then
     say "downloading $PKG (apt-get download, ~70 MB)"
-    (cd "$DL" && apt-get download -q "$PKG") \
+    (cd "$DL" && apt-get download -q "$PKG") >&2 \
       || die "apt-get download $PKG failed (is the Debian mirror reachable? try: apt-get update)"
     deb=$(find_deb)
     [ -n "$deb" ] || die "apt-get download left no ${PKG}_*.deb in $DL"

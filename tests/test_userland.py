@@ -5,7 +5,7 @@ and two clusters on one host do not see each other."""
 
 import pytest
 
-from peach2_testlib import check
+from peach2_testlib import check, wait_sysfs, wait_until
 
 pytestmark = pytest.mark.vm
 
@@ -47,8 +47,15 @@ def test_debian_programs_start(cluster2):
 
 
 def test_guest_user(cluster2):
-    """A non-root user exists, may open the card (group tca) and gets no root powers."""
+    """A non-root user exists, may open the card (group tca, also after the driver binds
+    again) and gets no root powers."""
     c = cluster2
+    pci = check(c, 0, "basename $(readlink /sys/class/peach2/peach2-0/device)").strip()
+    check(c, 0, "echo %s > /sys/bus/pci/drivers/peach2/unbind && "
+                "echo %s > /sys/bus/pci/drivers/peach2/bind" % (pci, pci))
+    wait_until(lambda: c.run(0, "stat -c %G /dev/peach2-0")[1].strip() == "tca",
+               what="node0's new /dev/peach2-0 in group tca")
+    wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"))
     out = check(c, 0, "su user -c 'id; cat /sys/class/peach2/peach2-0/node_id; "
                       "exec 3</dev/peach2-0 && echo opened; touch /etc/x' 2>&1; true")
     assert "uid=1000(user)" in out and "(tca)" in out, out
@@ -80,7 +87,7 @@ def test_names_and_tcp_between_all_nodes_of_a_ring(ring4):
             assert "10.32.0.%d" % (j + 1) in out and "node%d\n" % j in out, (i, out)
         assert out.count("\nnode") + out.startswith("node") >= n
     # a stream of data from each node to the next, checked end to end
-    res = c.run_all(lambda i: "head -c 2000000 /dev/urandom > /tmp/blob && sha256sum </tmp/blob "
+    res = c.run_all(lambda i: "head -c 300000 /dev/urandom > /tmp/blob && sha256sum </tmp/blob "
                     "&& peach2-rsh node%d sha256sum </tmp/blob" % ((i + 1) % n), timeout=300)
     for i, (rc, out) in enumerate(res):
         lines = out.split()
