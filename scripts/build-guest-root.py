@@ -17,6 +17,8 @@ into a tree with `dpkg-deb --fsys-tarfile | tar` (merged /usr kept), configured 
 
 <key> hashes the package list and this script, so editing either rebuilds; a warm run
 only refreshes the links $PEACH2_BUILD/guest/debian-root.{squashfs,files,packages}.
+After a build, only the KEEP_IMAGES newest images stay in the cache (about 190 MiB each;
+other checkouts may use other keys, and rebuild theirs if it was pruned).
 The guest boots it with the initramfs of scripts/build-initramfs.sh, which carries the
 project's own files (driver, libraries, tools) as a layer above it.
 """
@@ -45,6 +47,7 @@ EXCLUDE = ("./usr/share/doc/*", "./usr/share/man/*", "./usr/share/info/*",
 GUEST_USER = ("user", 1000)
 TCA_GROUP = ("tca", 900)
 REMOTE_EXEC = "/usr/bin/peach2-rsh"  # from the project layer (scripts/guest/peach2-rsh.c)
+KEEP_IMAGES = 3
 
 
 def say(msg):
@@ -354,6 +357,21 @@ def human(n):
     return "%.1f MiB" % (n / 1048576)
 
 
+def prune(gdir):
+    """Remove all but the KEEP_IMAGES newest images (and their lists) from the cache."""
+    images = sorted((p for p in os.listdir(gdir)
+                     if p.startswith("debian-root-") and p.endswith(".squashfs")),
+                    key=lambda p: os.path.getmtime(os.path.join(gdir, p)), reverse=True)
+    for old in images[KEEP_IMAGES:]:
+        base = os.path.join(gdir, old[:-len(".squashfs")])
+        for ext in ("squashfs", "files", "packages"):
+            try:
+                os.unlink("%s.%s" % (base, ext))
+            except FileNotFoundError:
+                pass
+        say("pruned %s from the cache" % old)
+
+
 def build(packages, gdir, key, outs):
     t0 = time.monotonic()
     names = read_packages(packages)
@@ -383,6 +401,7 @@ def build(packages, gdir, key, outs):
             os.replace(p + ".tmp", p)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    prune(gdir)
     say("ready: %s (%s, %d packages, %.0f s)" % (outs["squashfs"],
                                                   human(os.path.getsize(outs["squashfs"])),
                                                   len(pkgs), time.monotonic() - t0))
