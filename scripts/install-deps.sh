@@ -12,8 +12,9 @@ PKGS=(
   dpkg-dev
   # firmware images QEMU needs at run time
   seabios ipxe-qemu qemu-system-data
-  # guest: kernel headers for the module, busybox, pciutils for lspci in the guest
-  "linux-headers-${KVER}" busybox-static pciutils cpio
+  # guest: kernel headers for the module, busybox, pciutils for lspci in the guest,
+  # squashfs-tools for the Debian root image (scripts/build-guest-root.py)
+  "linux-headers-${KVER}" busybox-static pciutils cpio squashfs-tools
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
   # static checkers for driver/
