@@ -4,8 +4,8 @@
     scripts/plot-bench.py                       # build/bench/get.csv -> build/bench/get.svg
     scripts/plot-bench.py IN.csv OUT.svg
 
-Input: the CSV that tca_get_bench writes (columns test,size,count,min_us,median_us,p99_us,
-mb_per_s). Drawn: median latency against message size for every test with more than one
+Input: the CSV that `tca_bench get` writes (columns test,mode,size,count,min_us,median_us,
+p99_us,mb_per_s,verified). Drawn: median latency against message size for every test with more than one
 size (log-log axes), p99 as a dashed line of the same colour, and single-size tests (the
 8-byte PIO put, CAS, FAA) as labelled points. Bandwidth-only rows (streams) are listed in
 the caption. `make bench` calls it after bench-get.py.

@@ -87,10 +87,10 @@ def tap_failures(output):
 
 
 def rp_pair(c, server, client, serve_args, client_cmd, timeout=600):
-    """`tca_rp_check serve` on `server` and a client subcommand on `client`, run
+    """`tca_check rp serve` on `server` and a client subcommand on `client`, run
     concurrently: (rc, output) of the server, then of the client."""
-    cmds = {server: "tca_rp_check serve --peer %d %s" % (client, serve_args),
-            client: "tca_rp_check %s --peer %d" % (client_cmd, server)}
+    cmds = {server: "tca_check rp serve --peer %d %s" % (client, serve_args),
+            client: "tca_check rp %s --peer %d" % (client_cmd, server)}
     (rc_s, out_s), (rc_c, out_c) = c.run_all(lambda i: cmds[i], timeout=timeout,
                                              nodes=[server, client])
     return rc_s, out_s, rc_c, out_c

@@ -1,4 +1,4 @@
-"""Host-only: scripts/plot-bench.py turns a tca_get_bench CSV into a well-formed SVG."""
+"""Host-only: scripts/plot-bench.py turns a `tca_bench get` CSV into a well-formed SVG."""
 
 import os
 import subprocess

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The DMA programs' pure parts: tca_dma_bench's protocol (completion words,
-// iteration counts, modes, layout), the stamped block checksum, and
-// tca_dma_check's random shapes and lane check.
+// The DMA programs' pure parts: tca_bench's protocol (completion words,
+// iteration counts, layout), the stamped block checksum, and tca_check
+// dma's random shapes and lane check.
+#include "../tools/bench/protocol.hpp"
+#include "../tools/check/dma_shape.hpp"
 #include "../tools/common/block_sum.hpp"
 #include "../tools/common/pattern.hpp"
-#include "../tools/dma_bench/protocol.hpp"
-#include "../tools/dma_check/lane_check.hpp"
-#include "../tools/dma_check/shape.hpp"
 #include "dma_rules.hpp"
 
 #include <tca/tca.h>
@@ -19,21 +18,21 @@
 
 TEST(DmaBenchProtocol, WordsAreUniqueAndNeverZero)
 {
-	using namespace dmabench;
+	using namespace tcabench;
 	std::set<std::uint64_t> seen;
-	for (unsigned phase = 0; phase < 2 * kModes; ++phase)
+	for (unsigned phase = 0; phase < 2 * tcatools::kModes; ++phase)
 		for (unsigned si = 0; si < 12; ++si)
 			for (std::uint64_t m = 0; m < 300; ++m) {
 				const std::uint64_t w = word_value(phase, si, m);
 				EXPECT_NE(0u, w);
 				EXPECT_TRUE(seen.insert(w).second);
 			}
-	EXPECT_NE(phase_of(Mode::Reg, dmabench::Test::Stream), phase_of(Mode::Card, dmabench::Test::Latency));
+	EXPECT_NE(phase_of(Mode::Reg, tcabench::Test::Stream), phase_of(Mode::Card, tcabench::Test::Latency));
 }
 
 TEST(DmaBenchProtocol, IterationsShrinkForBigMessages)
 {
-	using namespace dmabench;
+	using namespace tcabench;
 	EXPECT_EQ(200u, latency_iters(4, 200, 32 << 20, 5));
 	EXPECT_EQ(32u, latency_iters(1 << 20, 200, 32 << 20, 5));
 	EXPECT_EQ(5u, latency_iters(8 << 20, 200, 32 << 20, 5)); // at least min
@@ -43,15 +42,9 @@ TEST(DmaBenchProtocol, IterationsShrinkForBigMessages)
 	EXPECT_EQ(16u, stream_messages(16 << 20, 128 << 20));
 }
 
-TEST(DmaBenchProtocol, ModesAndLayout)
+TEST(DmaBenchProtocol, Layout)
 {
-	using namespace dmabench;
-	std::vector<Mode> m;
-	ASSERT_TRUE(parse_modes("host,pio", &m));
-	EXPECT_EQ((std::vector<Mode>{Mode::Host, Mode::Pio}), m);
-	EXPECT_FALSE(parse_modes("card,card", &m));
-	EXPECT_FALSE(parse_modes("dma", &m));
-	EXPECT_FALSE(parse_modes("", &m));
+	using namespace tcabench;
 	const Layout l = Layout::make(5000, 4);
 	EXPECT_EQ(8192u, l.slot_bytes); // whole 4 KiB blocks
 	EXPECT_EQ(3u * 8192, l.slot_offset(3));
@@ -61,7 +54,12 @@ TEST(DmaBenchProtocol, ModesAndLayout)
 	// Seeds differ per message and direction.
 	EXPECT_NE(payload_seed(0, 0, 8, 1, Dir::PingToPong), payload_seed(0, 0, 8, 1, Dir::PongToPing));
 	EXPECT_NE(payload_seed(0, 0, 8, 1, Dir::PingToPong), payload_seed(0, 0, 8, 2, Dir::PingToPong));
-	EXPECT_NE(session_tag({Mode::Reg}, {4}, {1}), session_tag({Mode::Reg}, {4}, {2}));
+	// A small size still gets a whole page per slot, the words a line each.
+	const Layout small = Layout::make(100, 2);
+	EXPECT_EQ(4096u, small.slot_bytes);
+	EXPECT_EQ(0u, small.word_offset(0) % 64);
+	EXPECT_EQ(small.word_offset(0) + 64, small.word_offset(1));
+	EXPECT_GE(small.rx_bytes(), small.word_offset(small.credit_word()) + 8);
 }
 
 TEST(BlockSum, DetectsStaleBlocksAndChangedBytes)
@@ -96,7 +94,7 @@ TEST(BlockSum, DetectsStaleBlocksAndChangedBytes)
 
 TEST(DmaCheckShape, RandomShapesAreLegalAndFit)
 {
-	using namespace dmacheck;
+	using namespace tcacheck;
 	Rng rng(12345);
 	unsigned strided = 0, small = 0, big = 0;
 	for (int i = 0; i < 20000; ++i) {
@@ -127,7 +125,7 @@ TEST(DmaCheckShape, RandomShapesAreLegalAndFit)
 
 TEST(DmaCheckShape, BytesMapAsTheCardMovesThem)
 {
-	using namespace dmacheck;
+	using namespace tcacheck;
 	Shape s{100 * 16, 4, 40, 16, 32, TCA_DMA_STRIDE_DST};
 	std::vector<std::pair<std::uint64_t, std::uint64_t>> v;
 	for_each_byte(s, [&](std::uint64_t a, std::uint64_t b) { v.emplace_back(a, b); });
@@ -145,7 +143,7 @@ TEST(DmaCheckShape, BytesMapAsTheCardMovesThem)
 
 TEST(DmaCheckLane, FindsWrongMissingAndStrayBytes)
 {
-	using namespace dmacheck;
+	using namespace tcacheck;
 	const std::uint64_t guard = 64, data = 1024;
 	std::vector<std::uint8_t> pristine(data + 2 * guard);
 	fill_lane_pristine(pristine, guard, 2);

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
-// The programs' pure parts: pattern generator, statistics, argument
-// parsing, the ping-pong protocol encoding, pio_check's canary checks.
+// The programs' shared layer and pure parts: pattern generator,
+// statistics and the CSV, option tables and value parsing, exchange tags,
+// tca_check pio's canary checks.
+#include "../tools/bench/protocol.hpp"
+#include "../tools/check/pio_canary.hpp"
 #include "../tools/common/cli.hpp"
+#include "../tools/common/modes.hpp"
 #include "../tools/common/pattern.hpp"
-#include "../tools/common/stats.hpp"
-#include "../tools/pingpong/protocol.hpp"
-#include "../tools/pio_check/canary.hpp"
-#include "../tools/pio_check/wire.hpp"
+#include "../tools/common/results.hpp"
+#include "../tools/common/session.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 using namespace tcatools;
@@ -43,16 +49,17 @@ TEST(Pattern, FindsTheFirstDifference)
 
 TEST(Pattern, SeedsDifferPerMessage)
 {
-	using namespace pingpong;
+	using namespace tcabench;
+	const unsigned phase = phase_of(Mode::Pio, tcabench::Test::Latency);
 	std::set<std::uint64_t> seeds;
 	for (std::uint32_t si = 0; si < 4; ++si)
 		for (std::uint64_t it = 0; it < 50; ++it)
-			for (Direction d : {Direction::PingToPong, Direction::PongToPing})
-				EXPECT_TRUE(seeds.insert(payload_seed(si, 8u << si, it, d)).second);
+			for (Dir d : {Dir::PingToPong, Dir::PongToPing})
+				EXPECT_TRUE(seeds.insert(payload_seed(phase, si, 8u << si, it, d)).second);
 	// Consecutive messages of one size really differ in their first bytes.
 	std::vector<std::uint8_t> a(8), b(8);
-	fill_pattern(a, payload_seed(0, 8, 0, Direction::PingToPong));
-	fill_pattern(b, payload_seed(0, 8, 1, Direction::PingToPong));
+	fill_pattern(a, payload_seed(phase, 0, 8, 0, Dir::PingToPong));
+	fill_pattern(b, payload_seed(phase, 0, 8, 1, Dir::PingToPong));
 	EXPECT_NE(a, b);
 }
 
@@ -113,52 +120,136 @@ TEST(Cli, ListsAndSizes)
 	EXPECT_EQ(65u, doubling_sizes(1, UINT64_MAX).size()); // 2^0..2^63, max; no wrap
 }
 
-TEST(PingPongProtocol, FlagsAndLayout)
+TEST(Cli, SteppedSizes)
 {
-	using namespace pingpong;
-	std::set<std::uint64_t> flags;
-	for (std::uint32_t si = 0; si < 3; ++si)
-		for (std::uint64_t it = 0; it < 100; ++it) {
-			const std::uint64_t f = flag_value(si, it);
-			EXPECT_NE(0u, f);
-			EXPECT_TRUE(flags.insert(f).second);
-			std::uint32_t s2 = 99;
-			std::uint64_t i2 = 99;
-			ASSERT_TRUE(flag_decode(f, &s2, &i2));
-			EXPECT_EQ(si, s2);
-			EXPECT_EQ(it, i2);
-		}
-	std::uint32_t s;
-	std::uint64_t i;
-	EXPECT_FALSE(flag_decode(0, &s, &i));
-	EXPECT_FALSE(flag_decode(0x1234, &s, &i));
+	EXPECT_EQ((std::vector<std::uint64_t>{4, 16, 64, 100}), stepped_sizes(4, 100, 4));
+	EXPECT_EQ((std::vector<std::uint64_t>{4, 16, 64}), stepped_sizes(4, 64, 4));
+	EXPECT_EQ((std::vector<std::uint64_t>{8}), stepped_sizes(8, 8, 2));
+	EXPECT_TRUE(stepped_sizes(4, 64, 1).empty());
+	EXPECT_TRUE(stepped_sizes(0, 64, 2).empty());
+	EXPECT_EQ(stepped_sizes(1, UINT64_MAX, 2).back(), UINT64_MAX); // no wrap
+}
 
-	const Layout l = Layout::for_max_size(100);
-	EXPECT_EQ(128u, l.slot_bytes);
-	EXPECT_EQ(0u, l.slot_offset(0));
-	EXPECT_EQ(128u, l.slot_offset(1));
-	EXPECT_EQ(0u, l.slot_offset(2));
-	EXPECT_EQ(256u, l.flag_offset());
-	EXPECT_EQ(0u, l.flag_offset() % 64);
-	EXPECT_GE(l.buffer_bytes(), l.flag_offset() + 8);
+// Parses a command line (words split at spaces) with `opts`.
+int parse_line(Options &opts, std::string line)
+{
+	std::vector<std::string> words;
+	std::istringstream in(line);
+	for (std::string w; in >> w;)
+		words.push_back(w);
+	std::vector<char *> argv;
+	for (std::string &w : words)
+		argv.push_back(w.data());
+	argv.push_back(nullptr);
+	return opts.parse(static_cast<int>(words.size()), argv.data());
+}
 
+TEST(Cli, OptionTables)
+{
+	struct {
+		std::uint64_t size = 16;
+		int peer = -1;
+		std::vector<std::int64_t> offsets{0};
+		std::string csv;
+		bool fast = false;
+		Mode mode = Mode::Card;
+	} o;
+	Options opts("test cmd", "[options]", "A test.");
+	opts.u64("size", &o.size, "bytes");
+	opts.integer("peer", &o.peer, "node");
+	opts.i64_list("offsets", &o.offsets, "where");
+	opts.text("csv", &o.csv, "file");
+	opts.flag("fast", &o.fast, "go");
+	add_mode_option(opts, "mode", &o.mode, "descriptor mode", true);
+	ASSERT_EQ(0, parse_line(opts, "cmd --size 4K --peer=3 --offsets -1,7 --csv /tmp/x --fast --mode host"));
+	EXPECT_EQ(4096u, o.size);
+	EXPECT_EQ(3, o.peer);
+	EXPECT_EQ((std::vector<std::int64_t>{-1, 7}), o.offsets);
+	EXPECT_EQ("/tmp/x", o.csv);
+	EXPECT_TRUE(o.fast);
+	EXPECT_EQ(Mode::Host, o.mode);
+	// Bad values, unknown options, missing values and stray words fail.
+	for (const char *bad : {"cmd --size -1", "cmd --size 4x", "cmd --peer 99999999999", "cmd --nope",
+				"cmd --size", "cmd --mode pio", "cmd --mode dma", "cmd extra"})
+		EXPECT_EQ(1, parse_line(opts, bad)) << bad;
+	EXPECT_EQ(4096u, o.size) << "a failed parse leaves good values alone";
+	// --help prints the table (defaults from the struct) and says "stop".
+	std::FILE *out = std::tmpfile();
+	opts.usage(out);
+	std::rewind(out);
+	char text[2048] = {};
+	const std::size_t n = std::fread(text, 1, sizeof text - 1, out);
+	std::fclose(out);
+	const std::string help(text, n);
+	EXPECT_NE(std::string::npos, help.find("usage: test cmd [options]")) << help;
+	EXPECT_NE(std::string::npos, help.find("--size N")) << help;
+	EXPECT_NE(std::string::npos, help.find("(default 16)")) << help;
+	EXPECT_NE(std::string::npos, help.find("(default card)")) << help;
+}
+
+TEST(Cli, ModeNames)
+{
+	std::vector<Mode> m;
+	ASSERT_TRUE(parse_modes("host,pio", &m));
+	EXPECT_EQ((std::vector<Mode>{Mode::Host, Mode::Pio}), m);
+	EXPECT_FALSE(parse_modes("card,card", &m));
+	EXPECT_FALSE(parse_modes("dma", &m));
+	EXPECT_FALSE(parse_modes("", &m));
+	for (unsigned i = 0; i < kModes; ++i) {
+		Mode back;
+		ASSERT_TRUE(parse_mode(mode_name(static_cast<Mode>(i)), &back));
+		EXPECT_EQ(static_cast<Mode>(i), back);
+	}
+	EXPECT_EQ(TCA_DMA_REG_MODE, mode_flags(Mode::Reg));
+	EXPECT_EQ(TCA_DMA_HOST_DESC, mode_flags(Mode::Host));
+	EXPECT_EQ(0u, mode_flags(Mode::Card));
+}
+
+TEST(Session, TagsDependOnEveryParameter)
+{
 	const std::vector<std::uint64_t> sizes{4, 8};
-	EXPECT_EQ(session_tag(sizes, 10, 1), session_tag(sizes, 10, 1));
-	EXPECT_NE(session_tag(sizes, 10, 1), session_tag(sizes, 11, 1));
-	EXPECT_NE(session_tag(sizes, 10, 1), session_tag({4, 16}, 10, 1));
-	EXPECT_NE(session_tag(sizes, 10, 1), done_tag(session_tag(sizes, 10, 1)));
+	EXPECT_EQ(tag_of("pingpong", {10, 1}, sizes), tag_of("pingpong", {10, 1}, sizes));
+	EXPECT_NE(tag_of("pingpong", {10, 1}, sizes), tag_of("pingpong", {11, 1}, sizes));
+	EXPECT_NE(tag_of("pingpong", {10, 1}, sizes), tag_of("pingpong", {10, 1}, {4, 16}));
+	EXPECT_NE(tag_of("pingpong", {10, 1}, sizes), tag_of("pingpong", {10, 1}, {4, 8, 16}));
+	EXPECT_NE(tag_of("pingpong", {10, 1}, sizes), tag_of("dma", {10, 1}, sizes));
+	// The barrier's tag differs from the set-up's (Session::barrier).
+	const std::uint32_t t = tag_of("pingpong", {10, 1}, sizes);
+	EXPECT_NE(t, t ^ 0x444f4e45u);
+}
+
+TEST(Results, TableAndCsv)
+{
+	std::vector<Row> rows;
+	rows.push_back(latency_row("latency", "pio", 64, {3, 1, 2}, 5));
+	rows.push_back(bandwidth_row("stream", "host", 1 << 20, 10, 0.01, 10));
+	rows.push_back(latency_row("latency", "pio", 64, {}, 5)); // the pong side
+	EXPECT_EQ(2, rows[0].median_us);
+	EXPECT_EQ(32, rows[0].mb_per_s); // 64 B / 2 µs
+	EXPECT_NEAR(1048.576, rows[1].mb_per_s, 1e-6);
+	const std::string path = testing::TempDir() + "/tca_results.csv";
+	ASSERT_TRUE(write_csv(path, rows, "test"));
+	std::ifstream in(path);
+	std::stringstream text;
+	text << in.rdbuf();
+	EXPECT_EQ("test,mode,size,count,min_us,median_us,p99_us,mb_per_s,verified\n"
+		  "latency,pio,64,3,1.000,2.000,3.000,32.00,5\n"
+		  "stream,host,1048576,10,,,,1048.58,10\n"
+		  "latency,pio,64,0,,,,,5\n",
+		  text.str());
+	EXPECT_FALSE(write_csv("/nonexistent/dir/x.csv", rows, "test"));
 }
 
 TEST(PioCheckCanary, WrittenAlwaysDiffersFromCanary)
 {
 	for (std::uint64_t k = 0; k < 20; ++k)
 		for (std::uint64_t i = 0; i < 2000; ++i)
-			ASSERT_NE(piocheck::data_canary(i), piocheck::written_byte(k, i));
+			ASSERT_NE(tcacheck::data_canary(i), tcacheck::written_byte(k, i));
 }
 
 TEST(PioCheckCanary, CheckAfterWrite)
 {
-	using namespace piocheck;
+	using namespace tcacheck;
 	const std::uint64_t guard = 16, size = 100;
 	std::vector<std::uint8_t> pristine(size + 2 * guard);
 	fill_pristine(pristine, guard);
