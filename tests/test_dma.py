@@ -11,11 +11,12 @@ import time
 
 import pytest
 
-from peach2_testlib import SYSFS, check, sysfs_read, tap_failures, wait_until
+from peach2_testlib import SYSFS, check, hw, sysfs_read, tap_failures, wait_until
 
 pytestmark = pytest.mark.vm
 
-CHANNELS = 4
+CHANNELS = hw("PEACH2_DMA_CHANNELS")  # one lane of tca_check dma per channel
+DESCS = hw("PEACH2_DESC_MAX")         # on-card descriptor RAM
 
 
 def _dma_state(c, node):
@@ -63,13 +64,13 @@ def test_random_transfers_arrive_intact_on_four_channels(cluster2, sender, recei
     assert rc_s == 0, "sender failed:\n" + out_s
     assert rc_r == 0, "receiver failed:\n" + out_r
     assert "PASS" in _last_line(out_s) and "PASS" in _last_line(out_r), out_s + out_r
-    m = re.search(r"PASS: (\d+) transfers from node \d+ in 4 lanes verified", out_r)
-    assert m and int(m.group(1)) == 240, out_r
+    m = re.search(r"PASS: (\d+) transfers from node \d+ in %d lanes verified" % CHANNELS, out_r)
+    assert m and int(m.group(1)) == 60 * CHANNELS, out_r
     m = re.search(r"\((\d+) block-stride", out_s)
     assert m and int(m.group(1)) >= 40, "too few block-stride transfers drawn:\n" + out_s
     # Every lane ran on its own channel: each channel did at least its lane's runs.
     runs = dict(re.findall(r"ch(\d)=(\d+)", out_s))
-    assert sorted(runs) == ["0", "1", "2", "3"], out_s
+    assert sorted(runs) == [str(ch) for ch in range(CHANNELS)], out_s
     assert all(int(n) >= 60 for n in runs.values()), out_s
 
 
@@ -85,12 +86,13 @@ def test_four_channels_big_transfers(cluster2):
         cluster2, 0, 1, "--count 3 --min-len 8M --max-len 12M --no-stride --modes card,host",
         "--lane-size 12M --guard 4096")
     assert rc_s == 0 and rc_r == 0, out_s + out_r
-    assert "recv: PASS: 12 transfers" in out_r, out_r
+    assert "recv: PASS: %d transfers" % (3 * CHANNELS) in out_r, out_r
     m = re.search(r"channels busy at once \(sampled after each start\): up to (\d+)", out_s)
     assert m, out_s
     print(m.group(0))
     runs = dict(re.findall(r"ch(\d)=(\d+)", out_s))
-    assert sorted(runs) == ["0", "1", "2", "3"] and all(int(n) >= 3 for n in runs.values()), out_s
+    assert sorted(runs) == [str(ch) for ch in range(CHANNELS)], out_s
+    assert all(int(n) >= 3 for n in runs.values()), out_s
 
 
 # A remote variant (hold -> sink on the peer) was dropped: with the fast link a
@@ -135,18 +137,18 @@ def test_process_killed_mid_dma_leaves_the_card_usable(cluster2, remote):
     print("idle %.1f s after the kill" % idle_after)
 
 
-def test_chain_of_1024_on_card_descriptors(cluster2):
+def test_chain_of_all_on_card_descriptors(cluster2):
     """All of on-card descriptor RAM in one chain, built once, started five
     times with new data, verified byte for byte; the RAM is free again after."""
     c = cluster2
     wait_until(lambda: _all_idle(c, 0) and _desc_ram_used(c, 0) == 0, timeout=120,
                what="an idle card with free descriptor RAM")
-    out = check(c, 0, "tca_check dma chain --descs 1024 --starts 5", timeout=600)
-    assert "PASS: 5 starts of a 1024-descriptor chain" in _last_line(out), out
-    assert "with the chain: used=1024 free=0" in out, out
+    out = check(c, 0, "tca_check dma chain --descs %d --starts 5" % DESCS, timeout=600)
+    assert "PASS: 5 starts of a %d-descriptor chain" % DESCS in _last_line(out), out
+    assert "with the chain: used=%d free=0" % DESCS in out, out
     assert _desc_ram_used(c, 0) == 0
     # The same through host descriptors and register mode (one run per descriptor).
-    out = check(c, 0, "tca_check dma chain --descs 1024 --starts 2 --mode host", timeout=600)
+    out = check(c, 0, "tca_check dma chain --descs %d --starts 2 --mode host" % DESCS, timeout=600)
     assert "PASS" in _last_line(out), out
     out = check(c, 0, "tca_check dma chain --descs 64 --starts 2 --mode reg", timeout=600)
     assert "PASS" in _last_line(out), out

@@ -20,6 +20,8 @@
 
 #include "placement.hpp"
 
+#include <peach2/peach2_hw.h>
+
 #include <cstdint>
 #include <span>
 
@@ -63,7 +65,7 @@ struct DmaCtrl {
 inline constexpr std::uint64_t kCtrlSlot = 128; // per lane: DmaCtrl, then the word at +64
 inline constexpr std::uint64_t kWordOff = 64;
 inline constexpr std::uint64_t kAckSlot = 64;
-inline constexpr unsigned kMaxLanes = 4; // one per DMA channel
+inline constexpr unsigned kMaxLanes = PEACH2_DMA_CHANNELS; // one per channel
 static_assert(sizeof(DmaCtrl) <= kWordOff, "a DmaCtrl record fits its half slot");
 
 // splitmix64: small, seedable, good enough to draw test cases.
