@@ -8,7 +8,8 @@ Modes: register mode, on-card descriptors, host descriptors, and PIO for compari
 Latency is ping-pong (payload plus a completion word, polled in the receiver's memory),
 bandwidth is a stream of messages back to back; every message is verified in the guest.
 Also measured, for context: a local DMA copy on one node (no link) and the PIO/DMA
-crossover that tcaPutAuto's threshold comes from. Writes build/bench/dma.csv.
+crossover that tcaPutAuto's threshold comes from. Writes build/bench/dma.csv, dma_local.csv
+and crossover.csv (scripts/plot-bench.py draws them).
 
 Targets are reported, not asserted: >= 1 GB/s for 1 MiB transfers between the two VMs,
 and DMA 4 B latency <= 1.5 x PIO 4 B latency (same run). Exit status is non-zero if the
@@ -54,6 +55,9 @@ def main():
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
     csv_host = args.csv or bench_csv("dma.csv")
+
+    def csv_dir(name):  # the other CSVs go beside the main one
+        return os.path.join(os.path.dirname(csv_host), name)
     if args.quick:
         bench = "--iters 50 --latency-bytes 8M --stream-bytes 32M --pio-max 16K"
     else:
@@ -85,12 +89,15 @@ def main():
                 rows = list(csv.DictReader(io.StringIO(text or "")))
 
             print("\n=== context ===")
-            rc, out = c.run(0, "tca_bench dma-local --size 8M --count 32 --mode card", timeout=600)
+            rc, out = c.run(0, "tca_bench dma-local --size 8M --count 32 --mode card "
+                            "--csv /tmp/dma_local.csv", timeout=600)
             print(out.strip().splitlines()[0] if out.strip() else "(no output)")
-            ok &= rc == 0
-            res = c.run_all(lambda i: "tca_bench crossover --peer %d --iters 100" % (1 - i), timeout=600)
+            ok &= rc == 0 and save_guest_csv(c, 0, "/tmp/dma_local.csv", csv_dir("dma_local.csv")) is not None
+            res = c.run_all(lambda i: "tca_bench crossover --peer %d --iters 100%s"
+                            % (1 - i, " --csv /tmp/crossover.csv" if i == 0 else ""), timeout=600)
             print(res[0][1].rstrip())
             ok &= res[0][0] == 0 and res[1][0] == 0
+            ok &= save_guest_csv(c, 0, "/tmp/crossover.csv", csv_dir("crossover.csv")) is not None
 
             print("\n=== targets (reported, not asserted) ===")
             for line in targets(rows):
