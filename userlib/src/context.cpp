@@ -3,7 +3,7 @@
 
 #include "handle.hpp"
 #include "range.hpp"
-#include "rp_wait.hpp"
+#include "rp.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -59,6 +59,8 @@ int DriverBuffer::release() noexcept
 	handle_ = 0;
 	return ::ioctl(fd_, PEACH2_IOC_FREE, &f) < 0 ? -errno : 0;
 }
+
+Context::~Context() = default; // rp_ (an RpState) is complete here
 
 int Context::open(const char *path, std::unique_ptr<Context> *out)
 {
@@ -176,6 +178,133 @@ int Context::handle_for(const void *ptr, std::size_t size, tcaHandle *out) const
 	if (int rc = locate(ptr, &at))
 		return rc;
 	return make_handle(info_.node_id, at.buf->pieces, at.offset, size, out);
+}
+
+
+// Finding the memory a DMA request or a get names. Local memory must be
+// named by the driver (buffer handle + offset), so pointers and local
+// handles are traced back to a tcaMalloc buffer of this process.
+int Context::local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept
+{
+	Located at{};
+	if (int rc = locate(ptr, &at))
+		return rc;
+	const DriverBuffer &b = *at.buf;
+	if (!range_fits(at.offset, len, b.size))
+		return TCA_ERANGE;
+	*out = DmaSide{b.id(), b.pieces, at.offset};
+	return 0;
+}
+
+int Context::handle_side(const tcaHandle &h, std::uint64_t offset, std::uint64_t len,
+			 DmaSide *out) const noexcept
+{
+	if (!range_fits(offset, len, h.size))
+		return TCA_ERANGE;
+	if (h.node != node_id()) {
+		if (h.node >= node_count())
+			return TCA_ENODE;
+		*out = DmaSide{0, {h.chunks, h.nr_chunks}, offset};
+		return 0;
+	}
+	// Our own memory: the buffer holding the first byte, and every piece of
+	// the range must be that buffer's memory at the matching offset (a
+	// handle is plain data; it may describe memory we do not own).
+	std::uint64_t first = 0;
+	if (handle_address(h, offset, &first))
+		return TCA_ERANGE;
+	auto it = by_global_.upper_bound(first);
+	if (it == by_global_.begin())
+		return TCA_ENOTBUF;
+	--it;
+	const ChunkRef &ref = it->second;
+	if (first - it->first >= ref.len)
+		return TCA_ENOTBUF;
+	const DriverBuffer &b = *ref.buf;
+	const std::uint64_t base = ref.offset + (first - it->first);
+	if (!range_fits(base, len, b.size))
+		return TCA_ENOTBUF;
+	bool same = true;
+	for_each_piece(h, offset, len, [&](std::uint64_t ga, std::uint64_t pos, std::uint64_t n) {
+		for (std::uint64_t done = 0; same && done < n;) {
+			std::uint64_t addr = 0, room = 0;
+			piece_at(b.pieces, base + pos + done, &addr, &room);
+			same = addr == ga + done;
+			done += room < n - done ? room : n - done;
+		}
+	});
+	if (!same)
+		return TCA_ENOTBUF;
+	*out = DmaSide{b.id(), b.pieces, base};
+	return 0;
+}
+
+// Exports of this process's buffers (PEACH2_IOC_EXPORT/UNEXPORT). The
+// driver owns the exports; the context remembers which buffer each belongs
+// to, so tcaUnexport can tell this process's exports from others, and
+// forgets them when the buffer is freed (the driver ends them then).
+int Context::export_range(const void *ptr, std::size_t size, std::uint32_t peach2_flags,
+			  tcaHandle *out)
+{
+	Located at{};
+	if (int rc = locate(ptr, &at))
+		return rc;
+	const DriverBuffer &b = *at.buf;
+	const std::uint64_t offset = at.offset;
+	if (size == 0)
+		size = b.size - offset;
+	if (!range_fits(offset, size, b.size))
+		return TCA_ERANGE;
+	// The handle first: a range it cannot describe is refused before the
+	// driver creates an export nobody could name.
+	tcaHandle h;
+	if (int rc = make_handle(info_.node_id, b.pieces, offset, size, &h))
+		return rc;
+	peach2_export e{};
+	e.handle = b.id();
+	e.flags = peach2_flags;
+	e.offset = offset;
+	e.len = size;
+	if (::ioctl(fd_.get(), PEACH2_IOC_EXPORT, &e) < 0)
+		return -errno;
+	if (e.export_id == 0)
+		return TCA_EDEVICE;
+	exports_[e.export_id] = ExportRef{at.base, e.key};
+	attach_export(&h, e.export_id, e.key);
+	*out = h;
+	return 0;
+}
+
+int Context::unexport(std::uint32_t export_id, std::uint32_t key)
+{
+	const auto it = exports_.find(export_id);
+	if (it == exports_.end() || it->second.key != key)
+		return TCA_ENOTEXPORTED;
+	exports_.erase(it);
+	peach2_unexport u{};
+	u.export_id = export_id;
+	if (::ioctl(fd_.get(), PEACH2_IOC_UNEXPORT, &u) < 0)
+		return errno == ENOENT ? TCA_ENOTEXPORTED : -errno;
+	return 0;
+}
+
+int Context::rp(RpState **out)
+{
+	if (!rp_) {
+		std::unique_ptr<DriverBuffer> buf;
+		if (int rc = new_buffer(CplAreas::kBytes, &buf))
+			return rc;
+		rp_ = std::make_unique<RpState>(dma_->port(), std::move(buf));
+		rp_fast_.store(rp_.get(), std::memory_order_release);
+	} else if (rp_->areas().wants_fresh()) {
+		// Too many retired slots: new requests take theirs from a fresh
+		// area. If it cannot be had, carry on with the current one.
+		std::unique_ptr<DriverBuffer> buf;
+		if (new_buffer(CplAreas::kBytes, &buf) == 0)
+			rp_->areas().add(std::move(buf));
+	}
+	*out = rp_.get();
+	return 0;
 }
 
 } // namespace tca

@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The open device: file descriptor, INFO answer, window and mailbox
-// mappings, and the tcaMalloc buffers. One instance lives in library.cpp;
-// its methods assume the caller holds the library mutex, except the
-// read-only accessors used by the lock-free PIO path.
+// mappings, the tcaMalloc buffers and where their bytes are (for DMA and
+// the read proxy: local_side, handle_side), their exports, and the DMA and
+// read-proxy state. One instance lives in library.cpp; its methods assume
+// the caller holds the library mutex, except the read-only accessors used
+// by the lock-free PIO path.
 #pragma once
 
-#include "dma_plan.hpp"
+#include "dma.hpp"
 #include "driver_buffer.hpp"
-#include "dma_state.hpp"
-#include "handshake.hpp"
-#include "mapping.hpp"
-#include "rp_state.hpp"
-#include "unique_fd.hpp"
+#include "exchange.hpp"
 
 #include <tca/tca.h>
 
@@ -27,8 +25,12 @@
 
 namespace tca {
 
+class RpState;
+
 class Context {
 public:
+	~Context();
+
 	// Opens and maps the device at `path`; 0 or a negative code.
 	static int open(const char *path, std::unique_ptr<Context> *out);
 
@@ -54,7 +56,7 @@ public:
 	int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer> *out);
 	int handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept;
 
-	// DMA: where memory is, in the planner's terms (context_dma.cpp).
+	// DMA: where memory is, in the planner's terms.
 	// [ptr, ptr + len) inside one buffer: TCA_ENOTBUF, TCA_ERANGE.
 	int local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept;
 	// Bytes [offset, offset + len) of a validated handle: this process's
@@ -65,8 +67,8 @@ public:
 			DmaSide *out) const noexcept;
 	DmaState &dma() noexcept { return *dma_; }
 
-	// Read proxy (context_export.cpp). Export [ptr, ptr + size) of a
-	// buffer (size 0: to its end) and describe it in *out.
+	// Read proxy. Export [ptr, ptr + size) of a buffer (size 0: to its
+	// end) and describe it in *out.
 	int export_range(const void *ptr, std::size_t size, std::uint32_t peach2_flags,
 			 tcaHandle *out);
 	// Ends one of this process's exports: TCA_ENOTEXPORTED if unknown.
@@ -77,7 +79,7 @@ public:
 	// The same without the library mutex: nullptr before the first use.
 	RpState *rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
 
-	// Per-peer exchange bookkeeping (see handshake.hpp).
+	// Per-peer exchange bookkeeping (see exchange.hpp, the handshake).
 	PeerHistory &history(std::uint32_t peer) { return history_.at(peer); }
 	bool &exchange_busy(std::uint32_t peer) { return busy_.at(peer); }
 

@@ -1,16 +1,91 @@
 // SPDX-License-Identifier: MIT
-#include "dma_plan.hpp"
+// DMA planning, pure: a resolved request checked against the card's rules
+// (peach2_dma_rules.h, in TCA_E* terms) and cut into one driver entry per
+// descriptor; and tcaPutAuto's choice between PIO and DMA. No device, no
+// lock: unit-tested directly (test_dma_plan, test_dma_rules, test_put_choice).
+#include "dma.hpp"
 
-#include "dma_flags.hpp"
-#include "dma_rules.hpp"
 #include "range.hpp"
+#include "size_text.hpp"
 
+#include <tca/tca.h>
+
+#include <peach2/peach2_dma_rules.h>
 #include <peach2/peach2_hw.h>
 
 #include <algorithm>
 #include <cerrno>
 
 namespace tca {
+
+int check_alignment(std::uint64_t src_addr, std::uint64_t dst_addr, std::uint64_t len) noexcept
+{
+	return peach2_dma_align_rule(src_addr, dst_addr, len) ? TCA_EALIGN : 0;
+}
+
+bool stride_span(std::uint64_t len, std::uint32_t burst, std::uint32_t gap,
+		 std::uint64_t *span) noexcept
+{
+	return peach2_stride_span(len, burst, gap, span) == 0;
+}
+
+int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst,
+		 std::uint32_t gap, std::uint64_t *src_span, std::uint64_t *dst_span) noexcept
+{
+	if (stride & ~(TCA_DMA_STRIDE_SRC | TCA_DMA_STRIDE_DST))
+		return -EINVAL;
+	*src_span = *dst_span = len;
+	const bool src = stride & TCA_DMA_STRIDE_SRC, dst = stride & TCA_DMA_STRIDE_DST;
+	const std::uint32_t flags = (src ? PEACH2_DESC_STRIDE_SRC : 0u) |
+				    (dst ? PEACH2_DESC_STRIDE_DST : 0u);
+	if (peach2_dma_block_rule(burst, gap, flags))
+		return TCA_ESTRIDE;
+	if (burst == 0)
+		return 0;
+	// Never split (a block pattern has no natural cut), so one descriptor.
+	if (len == 0 || len > PEACH2_DMA_MAX_LEN)
+		return TCA_ESTRIDE;
+	std::uint64_t span = 0;
+	if (!stride_span(len, burst, gap, &span))
+		return TCA_ESTRIDE;
+	if (src)
+		*src_span = span;
+	if (dst)
+		*dst_span = span;
+	return 0;
+}
+
+int check_notify(std::uint64_t addr, std::uint32_t len) noexcept
+{
+	if (len != 4 && len != 8)
+		return -EINVAL;
+	return addr % len ? TCA_EALIGN : 0;
+}
+
+int refusal_error(int rc, const peach2_xfer_refusal &why) noexcept
+{
+	switch (why.bad_rule) {
+	case PEACH2_DMA_RULE_OK:
+	case PEACH2_DMA_RULE_NO_BUFFER:
+		return rc; // nothing named, or -ENOENT for a handle: the driver's errno says it
+	case PEACH2_DMA_RULE_SRC_RANGE:
+	case PEACH2_DMA_RULE_DST_RANGE:
+	case PEACH2_DMA_RULE_REMOTE:
+		return TCA_ERANGE;
+	case PEACH2_DMA_RULE_BLOCK_FIELDS:
+	case PEACH2_DMA_RULE_BLOCK_ALIGN:
+	case PEACH2_DMA_RULE_BLOCK_GAP16:
+	case PEACH2_DMA_RULE_TOO_LONG:
+	case PEACH2_DMA_RULE_CHUNK:
+		return TCA_ESTRIDE;
+	default:
+		return peach2_dma_rule_err(static_cast<peach2_dma_rule>(why.bad_rule)) ==
+				       PEACH2_ERR_DMA_ALIGN
+			       ? TCA_EALIGN
+			       : rc;
+	}
+}
+
 namespace {
 
 std::uint64_t total_of(std::span<const tcaChunk> pieces) noexcept
@@ -144,6 +219,28 @@ int plan_request(const DmaRequest &r, std::vector<peach2_xfer> *out)
 	if (rc)
 		out->resize(before);
 	return rc;
+}
+
+PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr,
+		    std::uint64_t dst_addr, std::uint64_t pio_max) noexcept
+{
+	PutSplit all_pio{len, 0, 0};
+	if (len <= pio_max || !src_dma || (src_addr ^ dst_addr) % 16)
+		return all_pio;
+	// Equal low 4 bits: once the source is 4-aligned, so is the destination.
+	PutSplit s;
+	s.head = (4 - src_addr % 4) % 4;
+	if (s.head >= len)
+		return all_pio;
+	s.body = (len - s.head) / 4 * 4;
+	s.tail = len - s.head - s.body;
+	return s.body ? s : all_pio;
+}
+
+std::uint64_t pio_max_from(const char *text) noexcept
+{
+	std::uint64_t v = 0;
+	return text && parse_size(text, &v) ? v : TCA_PIO_MAX_DEFAULT;
 }
 
 } // namespace tca

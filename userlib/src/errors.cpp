@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
-// tcaErrorString: text for TCA_E* codes and for -errno values.
+// Error codes as text: tcaErrorString (TCA_E* codes and -errno values) and
+// tcaCardErrorName (the card's codes, enum peach2_err, for DMA tickets,
+// read-proxy requests and the driver's err_last; the names are peach2_hw.h's
+// table, as the driver's sysfs prints them).
 #include <tca/tca.h>
+
+#include <peach2/peach2_hw.h>
 
 #include <cstring>
 
@@ -40,4 +45,9 @@ extern "C" const char *tcaErrorString(int code)
 			return s;
 	}
 	return "unknown error";
+}
+
+extern "C" const char *tcaCardErrorName(uint32_t code)
+{
+	return peach2_err_known(code) ? peach2_err_name(code) : "?";
 }

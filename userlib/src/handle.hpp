@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// tcaHandle construction, validation and address translation. Pure
-// functions of their arguments (no device), so they are unit-tested directly
-// and also work on handles received from other nodes.
+// tcaHandle construction, validation and address translation, and the hash
+// behind its check value (also the mailbox record's checksum). Pure
+// functions of their arguments (no device), so they are unit-tested
+// directly and also work on handles received from other nodes; handle.cpp
+// also holds the C API on handles alone (tcaHandleValidate, tcaSubHandle,
+// tcaRemoteAddress).
 #pragma once
 
 #include <tca/tca.h>
@@ -10,6 +13,29 @@
 #include <span>
 
 namespace tca {
+
+// splitmix64's finaliser: a bijection on 64-bit values with full avalanche,
+// so two inputs differing in any bit give unrelated outputs.
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+// Position-dependent: word i contributes mix64(seed ^ w ^ i·k), so swapped
+// or shifted words change the result as well as changed ones.
+constexpr std::uint64_t hash_words(std::span<const std::uint64_t> words,
+				   std::uint64_t seed) noexcept
+{
+	std::uint64_t h = mix64(seed ^ words.size());
+	for (std::size_t i = 0; i < words.size(); ++i)
+		h = mix64(h ^ words[i] ^ (0x9e3779b97f4a7c15ull * (i + 1)));
+	return h;
+}
 
 static_assert(sizeof(tcaChunk) == 16);
 static_assert(sizeof(tcaHandle) == 256, "tcaHandle is part of the wire format");
@@ -56,5 +82,4 @@ void for_each_piece(const tcaHandle &h, std::uint64_t offset, std::uint64_t len,
 		offset = 0;
 	}
 }
-
 } // namespace tca

@@ -1,14 +1,32 @@
 // SPDX-License-Identifier: MIT
 // The library's only global state: one lazily opened Context, a mutex that
 // serialises everything that changes it, and an atomic pointer for the PIO
-// path, which must not take a lock.
+// path, which must not take a lock; and how every C entry point keeps C++
+// exceptions from escaping into C callers. library.cpp also holds the C
+// API of the device and its memory (tcaInit ... tcaGetHandle).
 #pragma once
 
 #include "context.hpp"
 
+#include <cerrno>
 #include <mutex>
+#include <new>
 
 namespace tca {
+
+// The only exceptions the library can raise are allocation failures
+// (containers in the context); they become -ENOMEM.
+template <class Fn>
+int guarded(Fn &&fn) noexcept
+{
+	try {
+		return fn();
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
 
 // Opens the device if needed (TCA_DEVICE or /dev/peach2-0). Caller holds
 // the lock. 0 and *out set, or a negative code.

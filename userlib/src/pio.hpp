@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Programmed I/O into the window. The store pattern matters: the window is
+// Programmed I/O into the window (pio.cpp: tcaPut, tcaPutRaw, tcaFence,
+// and the stores they make). No lock on this path: the context pointer is
+// read atomically, everything else is the caller's data. The store pattern
+// matters: the window is
 // device memory, and under QEMU TCG every CPU store becomes one MMIO access
 // of that width. memcpy may use `rep movsb` or vector stores, which turn into
 // byte-wise or oddly split device accesses, so the library issues its own

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "rp_plan.hpp"
+// Read-proxy planning, pure: which node and export a handle names, and how
+// a get is cut into requests (rp.hpp says why there). Unit-tested directly
+// (test_rp_plan).
+#include "rp.hpp"
 
-#include "dma_rules.hpp"
 #include "handle.hpp"
 #include "range.hpp"
 

@@ -2,7 +2,7 @@
 // Planning DMA descriptors: cuts at every chunk boundary of either side and
 // at PEACH2_DMA_MAX_LEN, the driver's names for each side, completion
 // words, block-stride in one chunk, and every restriction per piece.
-#include "dma_plan.hpp"
+#include "dma.hpp"
 #include "test_util.hpp"
 
 #include <tca/tca.h>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The DMA restrictions as the library checks them, and the option mapping.
-#include "dma_flags.hpp"
-#include "dma_rules.hpp"
+#include "dma.hpp"
 
 #include <tca/tca.h>
 

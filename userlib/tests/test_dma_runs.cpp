@@ -2,8 +2,7 @@
 // Starting runs and collecting tickets, against a scripted driver: blocking
 // starts, several-run starts on one channel with consecutive tickets, a
 // start failing half-way, timeouts, signals, card errors, errno mapping.
-#include "dma_runs.hpp"
-#include "dma_ticket.hpp"
+#include "dma.hpp"
 
 #include <tca/tca.h>
 

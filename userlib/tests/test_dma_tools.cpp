@@ -6,7 +6,7 @@
 #include "../tools/check/dma_shape.hpp"
 #include "../tools/common/block_sum.hpp"
 #include "../tools/common/pattern.hpp"
-#include "dma_rules.hpp"
+#include "dma.hpp"
 
 #include <tca/tca.h>
 

@@ -3,8 +3,6 @@
 // standing in for the mailboxes: 8-byte stores and loads, so readers see
 // tears exactly as over MMIO. Also the timeout path.
 #include "exchange.hpp"
-#include "handshake.hpp"
-#include "nonce.hpp"
 #include "test_util.hpp"
 
 #include <atomic>

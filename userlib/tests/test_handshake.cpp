@@ -3,8 +3,7 @@
 // mailboxes: simultaneous and late starts, stale records from earlier runs,
 // torn (word-by-word) delivery in random interleavings, back-to-back
 // exchanges, and tags that never pair.
-#include "handshake.hpp"
-#include "record.hpp"
+#include "exchange.hpp"
 #include "test_util.hpp"
 
 #include <array>

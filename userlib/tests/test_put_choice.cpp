@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tcaPutAuto's choice between PIO and DMA, and the TCA_PIO_MAX parser; the
 // library's chain table.
-#include "chain_table.hpp"
-#include "put_choice.hpp"
+#include "dma.hpp"
 
 #include <tca/tca.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Mailbox records: checksum, and detection of torn reads (a mix of the
 // words of two records, as a reader can see while the writer rewrites).
-#include "record.hpp"
+#include "exchange.hpp"
 #include "test_util.hpp"
 
 #include <array>

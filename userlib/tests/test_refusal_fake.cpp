@@ -3,7 +3,7 @@
 // which rule) as the fake driver gives it (raw ioctls, like the driver's
 // kselftest selftests/peach2_refusal_test.c), and libtca's reading of it
 // (refusal_error).
-#include "dma_rules.hpp"
+#include "dma.hpp"
 #include "test_util.hpp"
 
 #include <tca/tca.h>

@@ -5,6 +5,7 @@
 // fake serves them from its shared export table. Test controls and the log
 // of submissions come from the fake through weak symbols.
 #include "library.hpp"
+#include "rp.hpp"
 #include "handle.hpp"
 #include "test_util.hpp"
 

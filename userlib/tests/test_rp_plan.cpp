@@ -3,8 +3,7 @@
 // boundaries and at PEACH2_RP_MAX_LEN with each piece's target address
 // taken from the handle, the DMA alignment of every piece, atomics'
 // word checks; and the completion slot pool.
-#include "rp_plan.hpp"
-#include "rp_slots.hpp"
+#include "rp.hpp"
 #include "test_util.hpp"
 
 #include <tca/tca.h>
