@@ -10,10 +10,9 @@
 // why each step is as it is.
 #pragma once
 
-#include <tca/tca.h>
-
 #include <peach2/peach2_hw.h>
 #include <peach2/peach2_uapi.h>
+#include <tca/tca.h>
 
 #include <atomic>
 #include <cerrno>
@@ -31,48 +30,45 @@ inline constexpr std::uint32_t kDmaOptFlags = TCA_DMA_REG_MODE | TCA_DMA_HOST_DE
 
 // Options after checking: how the driver should run the runs.
 struct DmaMode {
-	std::uint32_t desc = 0;   // 0, PEACH2_DMA_REG_MODE or PEACH2_DMA_HOST_DESC
-	std::uint32_t channel = PEACH2_DMA_ANY_CHANNEL;
-	bool wait = false;
-	int timeout_ms = 0;       // <= 0: no limit
+    std::uint32_t desc = 0;  // 0, PEACH2_DMA_REG_MODE or PEACH2_DMA_HOST_DESC
+    std::uint32_t channel = PEACH2_DMA_ANY_CHANNEL;
+    bool wait = false;
+    int timeout_ms = 0;  // <= 0: no limit
 };
 
 // NULL means defaults. -EINVAL for undefined flags, REG_MODE with
 // HOST_DESC, a channel beyond TCA_DMA_CHANNEL(3), nonzero reserved.
-constexpr int dma_mode(const tcaDmaOpts *o, DmaMode *out) noexcept
-{
-	DmaMode m;
-	if (o) {
-		if (o->flags & ~kDmaOptFlags || o->reserved)
-			return -EINVAL;
-		if ((o->flags & TCA_DMA_REG_MODE) && (o->flags & TCA_DMA_HOST_DESC))
-			return -EINVAL;
-		if (o->flags & TCA_DMA_REG_MODE)
-			m.desc = PEACH2_DMA_REG_MODE;
-		else if (o->flags & TCA_DMA_HOST_DESC)
-			m.desc = PEACH2_DMA_HOST_DESC;
-		if (o->channel > TCA_DMA_CHANNELS)
-			return -EINVAL;
-		if (o->channel != TCA_DMA_ANY_CHANNEL)
-			m.channel = o->channel - 1;
-		m.wait = o->flags & TCA_DMA_WAIT;
-		m.timeout_ms = o->timeout_ms;
-	}
-	*out = m;
-	return 0;
+constexpr int dma_mode(const tcaDmaOpts* o, DmaMode* out) noexcept {
+    DmaMode m;
+    if (o) {
+        if (o->flags & ~kDmaOptFlags || o->reserved)
+            return -EINVAL;
+        if ((o->flags & TCA_DMA_REG_MODE) && (o->flags & TCA_DMA_HOST_DESC))
+            return -EINVAL;
+        if (o->flags & TCA_DMA_REG_MODE)
+            m.desc = PEACH2_DMA_REG_MODE;
+        else if (o->flags & TCA_DMA_HOST_DESC)
+            m.desc = PEACH2_DMA_HOST_DESC;
+        if (o->channel > TCA_DMA_CHANNELS)
+            return -EINVAL;
+        if (o->channel != TCA_DMA_ANY_CHANNEL)
+            m.channel = o->channel - 1;
+        m.wait = o->flags & TCA_DMA_WAIT;
+        m.timeout_ms = o->timeout_ms;
+    }
+    *out = m;
+    return 0;
 }
 
 // tcaDmaXfer.stride bits as peach2_xfer.flags bits.
-constexpr std::uint32_t xfer_stride_flags(std::uint32_t stride) noexcept
-{
-	std::uint32_t f = 0;
-	if (stride & TCA_DMA_STRIDE_SRC)
-		f |= PEACH2_XFER_STRIDE_SRC;
-	if (stride & TCA_DMA_STRIDE_DST)
-		f |= PEACH2_XFER_STRIDE_DST;
-	return f;
+constexpr std::uint32_t xfer_stride_flags(std::uint32_t stride) noexcept {
+    std::uint32_t f = 0;
+    if (stride & TCA_DMA_STRIDE_SRC)
+        f |= PEACH2_XFER_STRIDE_SRC;
+    if (stride & TCA_DMA_STRIDE_DST)
+        f |= PEACH2_XFER_STRIDE_DST;
+    return f;
 }
-
 
 // ---- the rules (dma_plan.cpp) ----------------------------------------------------
 
@@ -90,15 +86,15 @@ int check_alignment(std::uint64_t src_addr, std::uint64_t dst_addr, std::uint64_
 // last byte: (ceil(len / burst) - 1) * (burst + gap) + the last block.
 // False on overflow. Requires burst > 0 and len > 0.
 bool stride_span(std::uint64_t len, std::uint32_t burst, std::uint32_t gap,
-		 std::uint64_t *span) noexcept;
+                 std::uint64_t* span) noexcept;
 
 // Block-stride parameters (stride = TCA_DMA_STRIDE_* bits): burst > 0 with
 // at least one side, burst and gap multiples of 4, a one-sided gap a
 // multiple of 16 (every block must keep equal low 4 bits), burst == 0 only
 // with no gap and no side; length within one descriptor. Fills the spans of
 // both sides. 0, TCA_ESTRIDE, or -EINVAL for undefined stride bits.
-int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst,
-		 std::uint32_t gap, std::uint64_t *src_span, std::uint64_t *dst_span) noexcept;
+int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst, std::uint32_t gap,
+                 std::uint64_t* src_span, std::uint64_t* dst_span) noexcept;
 
 // A completion word: 4 or 8 bytes at an address that is a multiple of its
 // size (so it never crosses a page, hence never a chunk). 0 or TCA_EALIGN.
@@ -108,8 +104,7 @@ int check_notify(std::uint64_t addr, std::uint32_t len) noexcept;
 // named for the refused transfer (struct peach2_xfer_refusal): TCA_EALIGN,
 // TCA_ESTRIDE, TCA_ERANGE; rc itself when it named none, or a rule with no
 // library code of its own.
-int refusal_error(int rc, const peach2_xfer_refusal &why) noexcept;
-
+int refusal_error(int rc, const peach2_xfer_refusal& why) noexcept;
 
 // ---- planning (dma_plan.cpp) ---------------------------------------------------
 
@@ -126,32 +121,31 @@ int refusal_error(int rc, const peach2_xfer_refusal &why) noexcept;
 // in buffer order) or another node's memory (a remote handle), and the byte
 // offset within it.
 struct DmaSide {
-	std::uint32_t buffer = 0;          // driver handle; 0: remote
-	std::span<const tcaChunk> pieces;  // local: driver chunks; remote: handle chunks
-	std::uint64_t offset = 0;
+    std::uint32_t buffer = 0;          // driver handle; 0: remote
+    std::span<const tcaChunk> pieces;  // local: driver chunks; remote: handle chunks
+    std::uint64_t offset = 0;
 };
 
 // A resolved tcaDmaXfer.
 struct DmaRequest {
-	DmaSide src, dst;
-	std::uint64_t len = 0;
-	std::uint32_t stride = 0;
-	std::uint32_t burst = 0, gap = 0;
-	bool notify = false;
-	DmaSide notify_at;
-	std::uint64_t notify_value = 0;
-	std::uint32_t notify_len = 8;
+    DmaSide src, dst;
+    std::uint64_t len = 0;
+    std::uint32_t stride = 0;
+    std::uint32_t burst = 0, gap = 0;
+    bool notify = false;
+    DmaSide notify_at;
+    std::uint64_t notify_value = 0;
+    std::uint32_t notify_len = 8;
 };
 
 // Where byte `offset` of a run of pieces is, and how many bytes follow it in
 // the same piece. False if offset is past the end.
-bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t *addr,
-	      std::uint64_t *room) noexcept;
+bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t* addr,
+              std::uint64_t* room) noexcept;
 
 // Appends the entries of `r` to *out (nothing on error). Errors: TCA_ERANGE
 // (a side leaves its memory), TCA_EALIGN, TCA_ESTRIDE, -EINVAL.
-int plan_request(const DmaRequest &r, std::vector<peach2_xfer> *out);
-
+int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out);
 
 // ---- tcaPutAuto's choice (dma_plan.cpp) ----------------------------------------
 
@@ -163,18 +157,17 @@ int plan_request(const DmaRequest &r, std::vector<peach2_xfer> *out);
 // How to cut a put: `head` and `tail` bytes by PIO around a `body` by DMA.
 // body == 0 means all by PIO (head == len).
 struct PutSplit {
-	std::uint64_t head = 0, body = 0, tail = 0;
+    std::uint64_t head = 0, body = 0, tail = 0;
 };
 
 // src_dma: the source lies in a tcaMalloc buffer; src_addr, dst_addr: any
 // addresses with the real low 4 bits of source and destination.
-PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr,
-		    std::uint64_t dst_addr, std::uint64_t pio_max) noexcept;
+PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr, std::uint64_t dst_addr,
+                    std::uint64_t pio_max) noexcept;
 
 // TCA_PIO_MAX's value: bytes, decimal or 0x-hex, optional K or M suffix.
 // Null, empty or malformed gives the default (TCA_PIO_MAX_DEFAULT).
-std::uint64_t pio_max_from(const char *text) noexcept;
-
+std::uint64_t pio_max_from(const char* text) noexcept;
 
 // ---- the driver ----------------------------------------------------------------
 
@@ -183,26 +176,25 @@ std::uint64_t pio_max_from(const char *text) noexcept;
 
 class DriverPort {
 public:
-	virtual ~DriverPort() = default;
-	// ioctl(fd, req, arg): 0 or -errno.
-	virtual int call(unsigned long req, void *arg) noexcept = 0;
+    virtual ~DriverPort() = default;
+    // ioctl(fd, req, arg): 0 or -errno.
+    virtual int call(unsigned long req, void* arg) noexcept = 0;
 };
 
 // The real device.
 class FdPort final : public DriverPort {
 public:
-	explicit FdPort(int fd) noexcept : fd_(fd) {}
-	int call(unsigned long req, void *arg) noexcept override;
+    explicit FdPort(int fd) noexcept : fd_(fd) {}
+    int call(unsigned long req, void* arg) noexcept override;
 
 private:
-	int fd_; // borrowed from the Context
+    int fd_;  // borrowed from the Context
 };
 
 // A driver errno (negative) in library terms. Only codes with a meaning the
 // caller can act on are renamed: -ENOSPC (descriptor RAM or budget) becomes
 // TCA_ENODESC. Everything else stays -errno (table in userlib/README.md).
 int driver_error(int rc) noexcept;
-
 
 // ---- runs and tickets (dma.cpp) ------------------------------------------------
 
@@ -215,8 +207,8 @@ int driver_error(int rc) noexcept;
 // starts exclude every other start for their duration (a shared lock).
 
 struct DmaRun {
-	std::span<const peach2_xfer> xfers; // one-shot entries, or
-	std::uint32_t chain = 0;            // a chain id (then xfers is empty)
+    std::span<const peach2_xfer> xfers;  // one-shot entries, or
+    std::uint32_t chain = 0;             // a chain id (then xfers is empty)
 };
 
 // The runs for `xfers` (one entry per run in register mode, else slices of
@@ -227,9 +219,9 @@ std::vector<DmaRun> split_runs(std::span<const peach2_xfer> xfers, bool reg_mode
 // several-run starts' tickets consecutive, and the round-robin counter that
 // picks their channel when the caller lets the driver choose.
 struct DmaStarter {
-	DriverPort &port;
-	std::shared_mutex &order;
-	std::atomic<unsigned> &next_channel;
+    DriverPort& port;
+    std::shared_mutex& order;
+    std::atomic<unsigned>& next_channel;
 };
 
 // Starts `runs` with mode `m` (m.desc is ignored for chain runs) and, if
@@ -238,7 +230,7 @@ struct DmaStarter {
 // If a later run of several fails to start, the earlier ones are waited for
 // (they read the caller's memory) and the start error is returned.
 // 0, TCA_EDMA, -ETIMEDOUT (with m.wait: *t still valid), or start errors.
-int start_runs(DmaStarter &s, std::span<const DmaRun> runs, const DmaMode &m, tcaDmaTicket *t);
+int start_runs(DmaStarter& s, std::span<const DmaRun> runs, const DmaMode& m, tcaDmaTicket* t);
 
 // Collecting a tcaDmaTicket: its runs have consecutive driver tickets and
 // are waited for in order (they end in order: one channel, FIFO).
@@ -247,8 +239,7 @@ int start_runs(DmaStarter &s, std::span<const DmaRun> runs, const DmaMode &m, tc
 // all. 0, TCA_EDMA (a run ended with a card error: t->status), -ETIMEDOUT
 // (some still running), or a driver error (-ENOENT: unknown ticket).
 // Signals do not end the wait early.
-int collect_ticket(DriverPort &port, tcaDmaTicket *t, int timeout_ms, bool poll);
-
+int collect_ticket(DriverPort& port, tcaDmaTicket* t, int timeout_ms, bool poll);
 
 // ---- chains and per-context state (dma.cpp) ------------------------------------
 
@@ -256,45 +247,44 @@ int collect_ticket(DriverPort &port, tcaDmaTicket *t, int timeout_ms, bool poll)
 // than one in register mode, where each holds one descriptor, or beyond
 // PEACH2_DMA_MAX_XFERS entries). Caller holds the library mutex.
 struct LibChain {
-	std::vector<std::uint32_t> driver_ids; // started in this order, on one channel
-	std::uint32_t descriptors = 0;
+    std::vector<std::uint32_t> driver_ids;  // started in this order, on one channel
+    std::uint32_t descriptors = 0;
 };
 
 class ChainTable {
 public:
-	// A new id (never 0, not in use) for `c`; 0 if the table is full.
-	std::uint32_t add(LibChain c);
-	// Copy of chain `id`; false if unknown.
-	bool get(std::uint32_t id, LibChain *out) const;
-	// Removes `id`; false if unknown.
-	bool take(std::uint32_t id, LibChain *out);
-	// Puts a taken chain back under its id.
-	void put_back(std::uint32_t id, LibChain c) { chains_[id] = std::move(c); }
+    // A new id (never 0, not in use) for `c`; 0 if the table is full.
+    std::uint32_t add(LibChain c);
+    // Copy of chain `id`; false if unknown.
+    bool get(std::uint32_t id, LibChain* out) const;
+    // Removes `id`; false if unknown.
+    bool take(std::uint32_t id, LibChain* out);
+    // Puts a taken chain back under its id.
+    void put_back(std::uint32_t id, LibChain c) { chains_[id] = std::move(c); }
 
 private:
-	std::map<std::uint32_t, LibChain> chains_;
-	std::uint32_t last_ = 0;
+    std::map<std::uint32_t, LibChain> chains_;
+    std::uint32_t last_ = 0;
 };
 
 // Per-context DMA state: the device port, the start-order lock, the channel
 // counter for several-run starts, and the chain table (library mutex).
 class DmaState {
 public:
-	explicit DmaState(int fd) noexcept : port_(fd) {}
-	DmaState(const DmaState &) = delete;
-	DmaState &operator=(const DmaState &) = delete;
+    explicit DmaState(int fd) noexcept : port_(fd) {}
+    DmaState(const DmaState&) = delete;
+    DmaState& operator=(const DmaState&) = delete;
 
-	DriverPort &port() noexcept { return port_; }
-	DmaStarter starter() noexcept { return DmaStarter{port_, order_, next_channel_}; }
-	ChainTable &chains() noexcept { return chains_; }
+    DriverPort& port() noexcept { return port_; }
+    DmaStarter starter() noexcept { return DmaStarter{port_, order_, next_channel_}; }
+    ChainTable& chains() noexcept { return chains_; }
 
 private:
-	FdPort port_;
-	std::shared_mutex order_;
-	std::atomic<unsigned> next_channel_{0};
-	ChainTable chains_;
+    FdPort port_;
+    std::shared_mutex order_;
+    std::atomic<unsigned> next_channel_{0};
+    ChainTable chains_;
 };
-
 
 // ---- resolving (dma.cpp) -------------------------------------------------------
 
@@ -306,6 +296,6 @@ class Context;
 
 // Appends the entries of every transfer, in order; on error *out is
 // unchanged. Errors as tcaDmaStart (before anything starts).
-int plan_xfers(const Context &c, std::span<const tcaDmaXfer> xfers, std::vector<peach2_xfer> *out);
+int plan_xfers(const Context& c, std::span<const tcaDmaXfer> xfers, std::vector<peach2_xfer>* out);
 
-} // namespace tca
+}  // namespace tca

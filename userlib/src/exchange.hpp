@@ -8,9 +8,8 @@
 // in-memory mailboxes.
 #pragma once
 
-#include <tca/tca.h>
-
 #include <peach2/peach2_hw.h>
+#include <tca/tca.h>
 
 #include <chrono>
 #include <cstdint>
@@ -25,36 +24,35 @@ namespace tca {
 // the checksum over every other word makes such a mix fail validation, and
 // the reader simply tries again later.
 
-inline constexpr std::uint32_t kRecordMagic = 0x58414354u; // "TCAX"
+inline constexpr std::uint32_t kRecordMagic = 0x58414354u;  // "TCAX"
 inline constexpr std::uint16_t kRecordVersion = 1;
 
 struct MailboxRecord {
-	std::uint32_t magic;      // kRecordMagic
-	std::uint16_t version;    // kRecordVersion
-	std::uint16_t length;     // sizeof(MailboxRecord)
-	std::uint32_t tag;        // caller's tag: only equal tags pair up
-	std::uint32_t sender;     // writer's node id (= the slot index)
-	std::uint64_t nonce;      // writer's fresh random nonce for this call, != 0
-	std::uint64_t ack;        // the peer nonce the writer has seen, 0 = none yet
-	std::uint32_t prev_tag;   // the writer's last completed exchange with
-	std::uint32_t reserved;   //   this peer: its tag, the writer's nonce and
-	std::uint64_t prev_nonce; //   the peer's nonce in it (0/0 if none); lets a
-	std::uint64_t prev_ack;   //   slower peer finish (the handshake, below)
-	tcaHandle handle;         // the writer's handle
-	std::uint64_t checksum;   // record_checksum() of everything above
+    std::uint32_t magic;       // kRecordMagic
+    std::uint16_t version;     // kRecordVersion
+    std::uint16_t length;      // sizeof(MailboxRecord)
+    std::uint32_t tag;         // caller's tag: only equal tags pair up
+    std::uint32_t sender;      // writer's node id (= the slot index)
+    std::uint64_t nonce;       // writer's fresh random nonce for this call, != 0
+    std::uint64_t ack;         // the peer nonce the writer has seen, 0 = none yet
+    std::uint32_t prev_tag;    // the writer's last completed exchange with
+    std::uint32_t reserved;    //   this peer: its tag, the writer's nonce and
+    std::uint64_t prev_nonce;  //   the peer's nonce in it (0/0 if none); lets a
+    std::uint64_t prev_ack;    //   slower peer finish (the handshake, below)
+    tcaHandle handle;          // the writer's handle
+    std::uint64_t checksum;    // record_checksum() of everything above
 };
 
 static_assert(sizeof(MailboxRecord) % 8 == 0, "read and written as 8-byte words");
 static_assert(sizeof(MailboxRecord) <= PEACH2_MAILBOX_SLOT_SIZE, "fits one mailbox slot");
 
-std::uint64_t record_checksum(const MailboxRecord &r) noexcept;
+std::uint64_t record_checksum(const MailboxRecord& r) noexcept;
 
 // Fills magic, version, length and checksum.
-void seal_record(MailboxRecord &r) noexcept;
+void seal_record(MailboxRecord& r) noexcept;
 
 // True for a complete, untorn record of this format.
-bool record_valid(const MailboxRecord &r) noexcept;
-
+bool record_valid(const MailboxRecord& r) noexcept;
 
 // ---- the handshake -------------------------------------------------------------
 
@@ -97,42 +95,41 @@ bool record_valid(const MailboxRecord &r) noexcept;
 
 // What a node remembers about its last completed exchange with one peer.
 struct PeerHistory {
-	std::uint32_t tag = 0;
-	std::uint64_t my_nonce = 0;   // 0: no exchange completed yet
-	std::uint64_t peer_nonce = 0;
+    std::uint32_t tag = 0;
+    std::uint64_t my_nonce = 0;  // 0: no exchange completed yet
+    std::uint64_t peer_nonce = 0;
 };
 
 class Handshake {
 public:
-	Handshake(std::uint32_t self, std::uint32_t peer, std::uint32_t tag,
-		  std::uint64_t nonce, const tcaHandle &mine, const PeerHistory &history) noexcept;
+    Handshake(std::uint32_t self, std::uint32_t peer, std::uint32_t tag, std::uint64_t nonce,
+              const tcaHandle& mine, const PeerHistory& history) noexcept;
 
-	// The record to write into our slot on the peer (sealed).
-	MailboxRecord outgoing() const noexcept;
+    // The record to write into our slot on the peer (sealed).
+    MailboxRecord outgoing() const noexcept;
 
-	// Feeds a record read from the peer's slot in our mailbox. It must have
-	// passed record_valid(). Returns true once the exchange is complete.
-	bool observe(const MailboxRecord &rec) noexcept;
+    // Feeds a record read from the peer's slot in our mailbox. It must have
+    // passed record_valid(). Returns true once the exchange is complete.
+    bool observe(const MailboxRecord& rec) noexcept;
 
-	bool done() const noexcept { return done_; }
-	// After completion: must outgoing() be written once more? (Yes when we
-	// finished on the peer's direct ack: it still needs to see ours.)
-	bool needs_final_write() const noexcept { return final_write_; }
-	const tcaHandle &theirs() const noexcept { return theirs_; }
-	// After completion: what to remember for the next exchange with the peer.
-	PeerHistory completed() const noexcept { return {tag_, nonce_, peer_nonce_}; }
+    bool done() const noexcept { return done_; }
+    // After completion: must outgoing() be written once more? (Yes when we
+    // finished on the peer's direct ack: it still needs to see ours.)
+    bool needs_final_write() const noexcept { return final_write_; }
+    const tcaHandle& theirs() const noexcept { return theirs_; }
+    // After completion: what to remember for the next exchange with the peer.
+    PeerHistory completed() const noexcept { return {tag_, nonce_, peer_nonce_}; }
 
 private:
-	std::uint32_t self_, peer_, tag_;
-	std::uint64_t nonce_;
-	tcaHandle mine_;
-	PeerHistory history_;
-	std::uint64_t peer_nonce_ = 0; // latest nonce read from the peer, same tag
-	tcaHandle theirs_{};           // the handle that came with peer_nonce_
-	bool done_ = false;
-	bool final_write_ = false;
+    std::uint32_t self_, peer_, tag_;
+    std::uint64_t nonce_;
+    tcaHandle mine_;
+    PeerHistory history_;
+    std::uint64_t peer_nonce_ = 0;  // latest nonce read from the peer, same tag
+    tcaHandle theirs_{};            // the handle that came with peer_nonce_
+    bool done_ = false;
+    bool final_write_ = false;
 };
-
 
 // ---- the loop ------------------------------------------------------------------
 
@@ -143,33 +140,32 @@ private:
 
 class MailboxIo {
 public:
-	virtual ~MailboxIo() = default;
-	// Writes our record into our slot of the peer's mailbox (and fences).
-	virtual void write(const MailboxRecord &rec) noexcept = 0;
-	// Reads the peer's slot of our mailbox; false if it holds no valid
-	// record right now (empty, garbage, or torn by a concurrent write).
-	virtual bool read(MailboxRecord *rec) noexcept = 0;
+    virtual ~MailboxIo() = default;
+    // Writes our record into our slot of the peer's mailbox (and fences).
+    virtual void write(const MailboxRecord& rec) noexcept = 0;
+    // Reads the peer's slot of our mailbox; false if it holds no valid
+    // record right now (empty, garbage, or torn by a concurrent write).
+    virtual bool read(MailboxRecord* rec) noexcept = 0;
 };
 
 struct ExchangeTiming {
-	// How often to look at the mailbox. Reads are uncached MMIO: cheap on
-	// hardware, a VM exit each under emulation, hence not a busy loop.
-	std::chrono::microseconds poll{100};
-	// How often to rewrite an unchanged record: first after `rewrite`, then
-	// doubling up to `rewrite_max`. The rewrite is what reaches a peer whose
-	// card was not up (or was reset) when we first wrote. The backoff matters
-	// because every store to an absent peer is an error the local card counts
-	// (link down / no route): a long wait must not flood the counters or the
-	// link. A changed record (new ack) is written at once and resets it.
-	std::chrono::microseconds rewrite{1000};
-	std::chrono::microseconds rewrite_max{64000};
-	// <= 0: no deadline.
-	int timeout_ms = 10000;
+    // How often to look at the mailbox. Reads are uncached MMIO: cheap on
+    // hardware, a VM exit each under emulation, hence not a busy loop.
+    std::chrono::microseconds poll{100};
+    // How often to rewrite an unchanged record: first after `rewrite`, then
+    // doubling up to `rewrite_max`. The rewrite is what reaches a peer whose
+    // card was not up (or was reset) when we first wrote. The backoff matters
+    // because every store to an absent peer is an error the local card counts
+    // (link down / no route): a long wait must not flood the counters or the
+    // link. A changed record (new ack) is written at once and resets it.
+    std::chrono::microseconds rewrite{1000};
+    std::chrono::microseconds rewrite_max{64000};
+    // <= 0: no deadline.
+    int timeout_ms = 10000;
 };
 
 // 0 when hs completed, -ETIMEDOUT at the deadline.
-int run_exchange(MailboxIo &io, Handshake &hs, const ExchangeTiming &timing);
-
+int run_exchange(MailboxIo& io, Handshake& hs, const ExchangeTiming& timing);
 
 // ---- the card's mailbox --------------------------------------------------------
 
@@ -179,22 +175,21 @@ int run_exchange(MailboxIo &io, Handshake &hs, const ExchangeTiming &timing);
 
 class CardMailbox final : public MailboxIo {
 public:
-	CardMailbox(volatile unsigned char *window, const volatile unsigned char *mailbox,
-		    std::uint32_t self, std::uint32_t peer) noexcept
-		: window_(window), mailbox_(mailbox), self_(self), peer_(peer) {}
+    CardMailbox(volatile unsigned char* window, const volatile unsigned char* mailbox,
+                std::uint32_t self, std::uint32_t peer) noexcept
+        : window_(window), mailbox_(mailbox), self_(self), peer_(peer) {}
 
-	void write(const MailboxRecord &rec) noexcept override;
-	bool read(MailboxRecord *rec) noexcept override;
+    void write(const MailboxRecord& rec) noexcept override;
+    bool read(MailboxRecord* rec) noexcept override;
 
-	// Global address of slot `slot` in node `node`'s mailbox.
-	static std::uint64_t slot_address(std::uint32_t node, std::uint32_t slot) noexcept;
+    // Global address of slot `slot` in node `node`'s mailbox.
+    static std::uint64_t slot_address(std::uint32_t node, std::uint32_t slot) noexcept;
 
 private:
-	volatile unsigned char *window_;
-	const volatile unsigned char *mailbox_;
-	std::uint32_t self_, peer_;
+    volatile unsigned char* window_;
+    const volatile unsigned char* mailbox_;
+    std::uint32_t self_, peer_;
 };
-
 
 // ---- nonces --------------------------------------------------------------------
 
@@ -205,4 +200,4 @@ private:
 // whose entropy pool is not ready yet (GRND_NONBLOCK: never stall at boot).
 std::uint64_t fresh_nonce() noexcept;
 
-} // namespace tca
+}  // namespace tca

@@ -34,50 +34,49 @@
 // its own ticket for that slot's previous message (the source may change).
 #pragma once
 
-#include "../common/modes.hpp"
-
 #include <cstdint>
+
+#include "../common/modes.hpp"
 
 namespace tcabench {
 
 using tcatools::Mode;
 
 struct Layout {
-	std::uint64_t slot_bytes = 0; // a multiple of 4096
-	unsigned slots = 0;
+    std::uint64_t slot_bytes = 0;  // a multiple of 4096
+    unsigned slots = 0;
 
-	static Layout make(std::uint64_t max_size, unsigned slots);
-	std::uint64_t slot_offset(unsigned s) const { return s * slot_bytes; }
-	// The words: one per slot, then the credit word, a cache line each.
-	std::uint64_t words_offset() const { return slots * slot_bytes; }
-	std::uint64_t words_bytes() const { return 64ull * (slots + 1); }
-	static std::uint64_t word_in_words(unsigned i) { return 64ull * i; }
-	std::uint64_t word_offset(unsigned i) const { return words_offset() + word_in_words(i); }
-	unsigned credit_word() const { return slots; }
-	std::uint64_t rx_bytes() const { return words_offset() + words_bytes(); }
-	std::uint64_t tx_bytes() const { return slots * slot_bytes; }
+    static Layout make(std::uint64_t max_size, unsigned slots);
+    std::uint64_t slot_offset(unsigned s) const { return s * slot_bytes; }
+    // The words: one per slot, then the credit word, a cache line each.
+    std::uint64_t words_offset() const { return slots * slot_bytes; }
+    std::uint64_t words_bytes() const { return 64ull * (slots + 1); }
+    static std::uint64_t word_in_words(unsigned i) { return 64ull * i; }
+    std::uint64_t word_offset(unsigned i) const { return words_offset() + word_in_words(i); }
+    unsigned credit_word() const { return slots; }
+    std::uint64_t rx_bytes() const { return words_offset() + words_bytes(); }
+    std::uint64_t tx_bytes() const { return slots * slot_bytes; }
 };
 
 // Phases number the (mode, test) pairs of a run: completion words of
 // different phases never match.
 enum class Test : unsigned { Latency = 0, Stream = 1 };
-constexpr unsigned phase_of(Mode m, Test t)
-{
-	return static_cast<unsigned>(m) * 2 + static_cast<unsigned>(t);
+constexpr unsigned phase_of(Mode m, Test t) {
+    return static_cast<unsigned>(m) * 2 + static_cast<unsigned>(t);
 }
 
 // Never 0 (a fresh buffer is zero), unique per (phase, size index, message).
-constexpr std::uint64_t word_value(unsigned phase, unsigned size_index, std::uint64_t message)
-{
-	return (0xd3ull << 56) | (static_cast<std::uint64_t>(phase & 0xff) << 48) |
-	       (static_cast<std::uint64_t>(size_index & 0xffff) << 32) | ((message + 1) & 0xffffffffull);
+constexpr std::uint64_t word_value(unsigned phase, unsigned size_index, std::uint64_t message) {
+    return (0xd3ull << 56) | (static_cast<std::uint64_t>(phase & 0xff) << 48) |
+           (static_cast<std::uint64_t>(size_index & 0xffff) << 32) |
+           ((message + 1) & 0xffffffffull);
 }
 
 enum class Dir : std::uint64_t { PingToPong = 1, PongToPing = 2 };
 
 // Latency payloads: a fresh pattern per message.
 std::uint64_t payload_seed(unsigned phase, unsigned size_index, std::uint64_t size,
-			   std::uint64_t message, Dir d);
+                           std::uint64_t message, Dir d);
 // Stream: the pattern of a source slot, and the stamp seed of a message.
 std::uint64_t slot_seed(unsigned phase, std::uint64_t size, unsigned slot);
 std::uint64_t stamp_seed(unsigned phase, std::uint64_t size, std::uint64_t message);
@@ -85,8 +84,8 @@ std::uint64_t stamp_seed(unsigned phase, std::uint64_t size, std::uint64_t messa
 // Timed latency iterations for a size: `iters`, fewer for big messages so
 // one size moves about `budget` bytes, never fewer than `min_iters`.
 std::uint64_t latency_iters(std::uint64_t size, std::uint64_t iters, std::uint64_t budget,
-			    std::uint64_t min_iters);
+                            std::uint64_t min_iters);
 // Stream messages for a size: about `budget` bytes, 16 .. 4096 messages.
 std::uint64_t stream_messages(std::uint64_t size, std::uint64_t budget);
 
-} // namespace tcabench
+}  // namespace tcabench

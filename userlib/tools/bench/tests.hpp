@@ -5,10 +5,10 @@
 
 namespace tcabench {
 
-int bench_pingpong(int argc, char **argv);
-int bench_dma(int argc, char **argv);
-int bench_crossover(int argc, char **argv);
-int bench_dma_local(int argc, char **argv);
-int bench_get(int argc, char **argv);
+int bench_pingpong(int argc, char** argv);
+int bench_dma(int argc, char** argv);
+int bench_crossover(int argc, char** argv);
+int bench_dma_local(int argc, char** argv);
+int bench_get(int argc, char** argv);
 
-} // namespace tcabench
+}  // namespace tcabench

@@ -12,38 +12,31 @@
 // kEndBit | number of writes. Pure, unit-tested.
 #pragma once
 
-#include "../common/pattern.hpp"
-#include "placement.hpp"
-
 #include <cstdint>
 #include <span>
+
+#include "../common/pattern.hpp"
+#include "placement.hpp"
 
 namespace tcacheck {
 
 // In the receiver's control buffer.
 struct PioCtrl {
-	std::uint64_t offset; // data offset of the write
-	std::uint64_t len;    // bytes written
-	std::uint64_t seq;    // k + 1, or kEndBit | count; stored last
+    std::uint64_t offset;  // data offset of the write
+    std::uint64_t len;     // bytes written
+    std::uint64_t seq;     // k + 1, or kEndBit | count; stored last
 };
 
-inline constexpr std::uint64_t kDataSeed = 0x64617461636e7279ull;  // "datacnry"
-inline constexpr std::uint64_t kGuardSeed = 0x6775617264636e72ull; // "guardcnr"
+inline constexpr std::uint64_t kDataSeed = 0x64617461636e7279ull;   // "datacnry"
+inline constexpr std::uint64_t kGuardSeed = 0x6775617264636e72ull;  // "guardcnr"
 
-inline std::uint8_t data_canary(std::uint64_t i)
-{
-	return tcatools::pattern_byte(kDataSeed, i);
-}
+inline std::uint8_t data_canary(std::uint64_t i) { return tcatools::pattern_byte(kDataSeed, i); }
 
-inline std::uint8_t guard_canary(std::uint64_t b)
-{
-	return tcatools::pattern_byte(kGuardSeed, b);
-}
+inline std::uint8_t guard_canary(std::uint64_t b) { return tcatools::pattern_byte(kGuardSeed, b); }
 
-inline std::uint8_t written_byte(std::uint64_t k, std::uint64_t i)
-{
-	const std::uint64_t seed = tcatools::seed_of(0x7772697465ull /* "write" */, k);
-	return static_cast<std::uint8_t>(data_canary(i) ^ (1 + tcatools::pattern_byte(seed, i) % 255));
+inline std::uint8_t written_byte(std::uint64_t k, std::uint64_t i) {
+    const std::uint64_t seed = tcatools::seed_of(0x7772697465ull /* "write" */, k);
+    return static_cast<std::uint8_t>(data_canary(i) ^ (1 + tcatools::pattern_byte(seed, i) % 255));
 }
 
 // out[j] = written_byte(k, first + j).
@@ -57,8 +50,8 @@ void fill_pristine(std::span<std::uint8_t> buffer, std::uint64_t guard);
 // Status, with *where = first bad position relative to the data start
 // (negative: in the front guard).
 std::uint64_t check_after_write(std::span<const std::uint8_t> buffer,
-				std::span<const std::uint8_t> pristine, std::uint64_t guard,
-				std::uint64_t k, std::uint64_t offset, std::uint64_t len,
-				std::int64_t *where);
+                                std::span<const std::uint8_t> pristine, std::uint64_t guard,
+                                std::uint64_t k, std::uint64_t offset, std::uint64_t len,
+                                std::int64_t* where);
 
-} // namespace tcacheck
+}  // namespace tcacheck

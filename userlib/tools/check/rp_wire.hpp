@@ -15,17 +15,16 @@
 
 namespace tcacheck::rp {
 
-inline constexpr std::uint32_t kTagData = 0x31435052u; // "RPC1"
-inline constexpr std::uint32_t kTagCtrl = 0x32435052u; // "RPC2"
+inline constexpr std::uint32_t kTagData = 0x31435052u;  // "RPC1"
+inline constexpr std::uint32_t kTagCtrl = 0x32435052u;  // "RPC2"
 inline constexpr std::uint64_t kCtrlSize = 4096;
 inline constexpr std::uint64_t kCounterOff = 0;
-inline constexpr std::uint64_t kDoneValue = 0x454e4f44u; // "DONE"
+inline constexpr std::uint64_t kDoneValue = 0x454e4f44u;  // "DONE"
 
 constexpr std::uint64_t done_offset(std::uint32_t node) { return 64 + 8 * std::uint64_t{node}; }
 
-constexpr std::uint32_t data_tag(std::uint64_t seed)
-{
-	return kTagData ^ static_cast<std::uint32_t>(seed * 0x9e3779b1u);
+constexpr std::uint32_t data_tag(std::uint64_t seed) {
+    return kTagData ^ static_cast<std::uint32_t>(seed * 0x9e3779b1u);
 }
 
-} // namespace tcacheck::rp
+}  // namespace tcacheck::rp
