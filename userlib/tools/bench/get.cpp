@@ -3,9 +3,13 @@
 // PIO put latency and DMA put bandwidth from the same run, and CAS/FAA
 // latency. The lower id is the client and measures; the other serves.
 //
-// Phase 1, the server taking part: PIO put latency for 8 bytes and a DMA
-// put stream of --put-size messages (host descriptors), through link.hpp.
-// Then the client stores kGetPhase into the server's phase word: from
+// Phase 1, the server taking part: PIO put latency for 8 bytes (the
+// ping-pong of link.hpp), and a DMA put stream measured as the get stream
+// is: --put-size puts with host descriptors into the server's `sink`, 4 in
+// flight, back to back; the last one carries a completion word, which the
+// server acknowledges at once (the end of the timing) and then checks the
+// data and says so in a second word. Then the client stores kGetPhase into
+// the server's phase word: from
 // there on the server's process only sleeps (it looks at the word every
 // 50 ms) until kDone, while the client gets from the server's `data`
 // (exported for reads, the pattern of --seed) and does CAS/FAA on the word
@@ -32,8 +36,13 @@ using tcatools::Row;
 using tcatools::Session;
 
 constexpr std::uint64_t kCtrlSize = 4096;
-constexpr std::uint64_t kPhase = 192;
-constexpr std::uint64_t kAtomic = 256;
+constexpr std::uint64_t kAck = 128;       // client's ctrl: the put stream's last completion seen
+constexpr std::uint64_t kChecked = 320;   // ... and whether its data was right (kGood)
+constexpr std::uint64_t kPhase = 192;     // server's ctrl
+constexpr std::uint64_t kAtomic = 256;    // server's ctrl: the CAS/FAA word
+constexpr std::uint64_t kGood = 0x4f4bu;  // "OK"
+constexpr std::uint64_t kBad = 0x4241u;   // "BA"
+constexpr unsigned kPutsInFlight = 4;
 constexpr std::uint64_t kGetPhase = 0x53544547u;  // "GETS"
 constexpr std::uint64_t kDone = 0x454e4f44u;      // "DONE"
 
@@ -48,13 +57,17 @@ struct GetOptions : tcatools::PeerOptions {
     std::string csv;
 };
 
+// The put stream's source and the server's sink: the pattern of seed + 1.
+std::uint64_t put_seed(const GetOptions& o) { return o.seed + 1; }
+
 class Client {
 public:
-    Client(const Session& s, const GetOptions& o, unsigned char* data, const tcaHandle& peer_data,
-           const tcaHandle& peer_ctrl)
-        : s_(s), o_(o), data_(data), peer_data_(peer_data), peer_ctrl_(peer_ctrl) {}
+    Client(const Session& s, const GetOptions& o, unsigned char* data, unsigned char* ctrl,
+           const tcaHandle& peer_data, const tcaHandle& peer_ctrl)
+        : s_(s), o_(o), data_(data), ctrl_(ctrl), peer_data_(peer_data), peer_ctrl_(peer_ctrl) {}
 
     bool phase(std::uint64_t v) { return s_.put_u64(peer_ctrl_, kPhase, v, "phase word"); }
+    bool put_stream(const unsigned char* src, const tcaHandle& sink, std::vector<Row>* rows);
     bool get_latency(std::uint64_t size, std::vector<Row>* rows);
     bool get_stream(std::vector<Row>* rows);
     bool atomics(std::vector<Row>* rows);
@@ -70,9 +83,43 @@ private:
 
     const Session& s_;
     const GetOptions& o_;
-    unsigned char* data_;
+    unsigned char *data_, *ctrl_;
     tcaHandle peer_data_, peer_ctrl_;
 };
+
+bool Client::put_stream(const unsigned char* src, const tcaHandle& sink, std::vector<Row>* rows) {
+    const std::uint64_t count = o_.stream_bytes / o_.put_size;
+    tcaDmaOpts opts{};
+    opts.flags = TCA_DMA_HOST_DESC;
+    std::vector<tcaDmaTicket> t(kPutsInFlight);
+    const std::uint64_t t0 = tcatools::now_ns();
+    for (std::uint64_t k = 0; k < count; ++k) {
+        tcaDmaTicket& tk = t[k % t.size()];
+        if (k >= t.size() && !s_.dma_ok(tcaDmaWait(&tk, o_.timeout_ms), &tk, "DMA wait"))
+            return false;
+        const int rc = k + 1 < count ? tcaDmaPut(&sink, 0, src, o_.put_size, &opts, &tk)
+                                     : tcaDmaPutNotify(&sink, 0, src, o_.put_size, o_.put_size,
+                                                       count, &opts, &tk);
+        if (!s_.dma_ok(rc, nullptr, "DMA put"))
+            return false;
+    }
+    if (!s_.wait_word(ctrl_ + kAck, count, 0, "DMA put stream acknowledgement"))
+        return false;
+    const double secs = static_cast<double>(tcatools::now_ns() - t0) / 1e9;
+    for (tcaDmaTicket& tk : t)
+        if (!s_.dma_ok(tcaDmaWait(&tk, o_.timeout_ms), &tk, "DMA wait"))
+            return false;
+    std::uint64_t seen = 0;
+    const auto v = tcatools::spin_until(
+        ctrl_ + kChecked, static_cast<std::uint64_t>(o_.timeout_ms) * 1000000ull,
+        [](std::uint64_t x) { return x == 0 ? tcatools::Spin::Timeout : tcatools::Spin::Done; },
+        &seen);
+    if (v != tcatools::Spin::Done || seen != kGood)
+        return s_.fail("the server found the DMA put stream's data %s",
+                       v != tcatools::Spin::Done ? "unchecked (no answer)" : "wrong");
+    rows->push_back(tcatools::bandwidth_row("dma_put_stream", "host", o_.put_size, count, secs, 1));
+    return true;
+}
 
 bool Client::get_latency(std::uint64_t size, std::vector<Row>* rows) {
     const LatencyParams& l = o_.latency;
@@ -180,6 +227,22 @@ void print_ratios(const Session& s, const std::vector<Row>& rows) {
               gs->size, gs->mb_per_s, dma->mb_per_s, gs->mb_per_s / dma->mb_per_s);
 }
 
+// The server's part of the put stream: acknowledge the last completion
+// word at once, then check the data (off the client's clock).
+bool serve_put_stream(const Session& s, const GetOptions& o, const unsigned char* sink,
+                      const tcaHandle& peer_ctrl) {
+    const std::uint64_t count = o.stream_bytes / o.put_size;
+    if (!s.wait_word(sink + o.put_size, count, 0, "DMA put stream") ||
+        !s.put_u64(peer_ctrl, kAck, count, "put stream ack"))
+        return false;
+    const std::size_t bad = tcatools::find_mismatch(std::span(sink, o.put_size), put_seed(o), 0);
+    if (!s.put_u64(peer_ctrl, kChecked, bad == tcatools::kNoMismatch ? kGood : kBad,
+                   "put stream check"))
+        return false;
+    return bad == tcatools::kNoMismatch ||
+           s.fail("the DMA put stream's data differs at byte %zu", bad);
+}
+
 // The server's phase 2: nothing but sleep until the client says done.
 bool sleep_until_done(const Session& s, const unsigned char* ctrl) {
     if (!s.wait_word(ctrl + kPhase, kGetPhase, 0, "start of the get phase"))
@@ -235,9 +298,9 @@ int bench_get(int argc, char** argv) {
         bad = "get sizes must be multiples of 4, 4 .. 16 MiB";
     else if (o.latency.iters == 0 || o.latency.min_iters == 0 || o.inflight == 0 || o.inflight > 64)
         bad = "--iters, --min-iters >= 1, --inflight 1..64";
-    else if (o.put_size < 8 || o.put_size % 8 || o.put_size > (16ull << 20) ||
+    else if (o.put_size < 4 || o.put_size % 4 || o.put_size > (16ull << 20) ||
              o.stream_bytes < o.put_size)
-        bad = "--put-size a multiple of 8 up to 16M, --stream-bytes >= --put-size";
+        bad = "--put-size a multiple of 4 up to 16M, --stream-bytes >= --put-size";
     if (bad) {
         std::fprintf(stderr, "tca_bench get: error: %s (try --help)\n", bad);
         return 1;
@@ -255,46 +318,52 @@ int bench_get(int argc, char** argv) {
     s.say("node %d (%s) <-> node %d; waiting for the peer", s.self(),
           client ? "client: measures" : "server: exports, then sleeps", o.peer);
     Link link(s);
-    if (!link.connect(o.put_size, 4, tag))
+    if (!link.connect(8, 2, tag))
         return 1;
-    // The get phase's memory: the client's destination; the server's
-    // pattern (exported for reads) and control page (atomics).
+    // Both: a control page (the server's exported for atomics). Client: the
+    // put stream's source and the gets' destination. Server: the put
+    // stream's sink (and its completion word) and the pattern, exported
+    // for reads.
     const std::uint64_t dsize = std::max(max_get, (client ? o.inflight : 1) * o.put_size) + 16;
     unsigned char* data = s.alloc(dsize, "tcaMalloc(data)");
     unsigned char* ctrl = data ? s.alloc(kCtrlSize, "tcaMalloc(ctrl)") : nullptr;
-    if (!ctrl)
+    unsigned char* put = ctrl ? s.alloc(o.put_size + 64, "tcaMalloc(put stream)") : nullptr;
+    if (!put)
         return 1;
-    tcaHandle mine_data, mine_ctrl, peer_data, peer_ctrl;
+    tcaHandle mine_data, mine_ctrl, mine_put, peer_data, peer_ctrl, peer_put;
     if (client) {
-        // The server uses neither: the exchange only needs something to send.
+        // The server uses neither data nor put: the exchange needs something to send.
+        tcatools::fill_pattern(std::span(put, o.put_size), put_seed(o));
         if (!s.handle(ctrl, 0, &mine_ctrl, "tcaGetHandle(ctrl)"))
             return 1;
-        mine_data = mine_ctrl;
+        mine_data = mine_put = mine_ctrl;
     } else {
         tcatools::fill_pattern(std::span(data, dsize), o.seed);
         if (!s.ok(tcaExport(data, 0, TCA_EXPORT_READ, &mine_data), "tcaExport(data)") ||
-            !s.ok(tcaExport(ctrl, 0, TCA_EXPORT_ATOMIC, &mine_ctrl), "tcaExport(ctrl)"))
+            !s.ok(tcaExport(ctrl, 0, TCA_EXPORT_ATOMIC, &mine_ctrl), "tcaExport(ctrl)") ||
+            !s.handle(put, 0, &mine_put, "tcaGetHandle(sink)"))
             return 1;
     }
     if (!s.exchange(mine_data, &peer_data, tag + 100, o.timeout_ms, "exchange(data)") ||
-        !s.exchange(mine_ctrl, &peer_ctrl, tag + 101, o.timeout_ms, "exchange(ctrl)"))
+        !s.exchange(mine_ctrl, &peer_ctrl, tag + 101, o.timeout_ms, "exchange(ctrl)") ||
+        !s.exchange(mine_put, &peer_put, tag + 102, o.timeout_ms, "exchange(sink)"))
         return 1;
-    if (client && (peer_data.size < max_get || peer_ctrl.size < kCtrlSize))
+    if (client &&
+        (peer_data.size < max_get || peer_ctrl.size < kCtrlSize || peer_put.size < o.put_size + 8))
         return s.verdict(false, "the server's buffers are too small");
 
-    std::vector<Row> rows(2);
-    if (!link.latency(Mode::Pio, 0, 8, l, &rows[0]) ||
-        !link.stream(Mode::Host, 0, o.put_size, o.stream_bytes, &rows[1]))
-        return s.verdict(false, "in the put phase (see the error above)");
+    std::vector<Row> rows(1);
+    if (!link.latency(Mode::Pio, 0, 8, l, &rows[0]))
+        return s.verdict(false, "in the put ping-pong (see the error above)");
     rows[0].test = "put_pio";
-    rows[1].test = "dma_put_stream";
     if (!client) {
-        if (!sleep_until_done(s, ctrl) || !s.barrier(link.mine(), tag))
+        if (!serve_put_stream(s, o, put, peer_ctrl) || !sleep_until_done(s, ctrl) ||
+            !s.barrier(link.mine(), tag))
             return 1;
         return s.verdict(true, "served node %d", o.peer);
     }
-    Client c(s, o, data, peer_data, peer_ctrl);
-    bool ok = c.phase(kGetPhase);
+    Client c(s, o, data, ctrl, peer_data, peer_ctrl);
+    bool ok = c.put_stream(put, peer_put, &rows) && c.phase(kGetPhase);
     for (std::uint64_t size : o.sizes)
         ok = ok && c.get_latency(size, &rows);
     ok = ok && c.get_stream(&rows) && c.atomics(&rows) && c.phase(kDone) &&
