@@ -131,9 +131,10 @@ def draw(series, title, out_base):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="*", help="CSVs for one chart (default: every chart of --dir)")
-    ap.add_argument("--dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                 "..", "build", "bench"),
-                    help="where `make bench` left its CSVs (default build/bench)")
+    build = os.environ.get("PEACH2_BUILD") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build")
+    ap.add_argument("--dir", default=os.path.normpath(os.path.join(build, "bench")),
+                    help="where `make bench` left its CSVs (default $PEACH2_BUILD/bench, build/bench)")
     args = ap.parse_args()
     if args.csv:
         missing = [p for p in args.csv if not os.path.exists(p)]
