@@ -16,7 +16,7 @@ PKGS=(
   "linux-headers-${KVER}" busybox-static pciutils cpio
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
-  # benchmark charts (scripts/plot-bench.py)
+  # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
   python3-matplotlib
   # static checkers for driver/
   sparse
