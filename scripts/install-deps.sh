@@ -17,10 +17,10 @@ PKGS=(
   "linux-headers-${KVER}" busybox-static pciutils cpio squashfs-tools
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
+  # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
+  python3-matplotlib
   # static checkers for driver/
   sparse
-  # benchmark charts (scripts/plot-model.py)
-  python3-matplotlib
 )
 
 missing=()
