@@ -43,7 +43,7 @@ def test_debian_programs_start(cluster2):
     # dpkg knows what is installed
     assert "ii  openmpi-bin" in check(c, 0, "dpkg -l openmpi-bin")
     # the project's layer lies over Debian: driver bound, our tools on PATH
-    check(c, 1, "test -c /dev/peach2-0 && command -v tca_pingpong && test -x /selftests/peach2_dma_test")
+    check(c, 1, "test -c /dev/peach2-0 && command -v tca_bench && command -v tca_check && test -x /selftests/peach2_dma_test")
 
 
 def test_guest_user(cluster2):
