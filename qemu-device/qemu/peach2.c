@@ -61,7 +61,7 @@ struct Peach2State {
     MemoryRegion window;
 
     peach2_core *core;
-    QEMUBH *flush_bh;
+    QEMUBH *service_bh;
     QEMUTimer *wc_timer;
     QEMUTimer *dma_timer;
     int64_t dma_burst_start;
@@ -90,11 +90,11 @@ static int peach2_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
-static void peach2_kick(void *opaque)
+static void peach2_schedule_service(void *opaque)
 {
     Peach2State *s = opaque;
 
-    qemu_bh_schedule(s->flush_bh);
+    qemu_bh_schedule(s->service_bh);
 }
 
 /*
@@ -121,7 +121,7 @@ static void peach2_defer(void *opaque)
         return;
     }
     if (now - s->dma_burst_start < PEACH2_DMA_BURST_NS) {
-        qemu_bh_schedule(s->flush_bh);
+        qemu_bh_schedule(s->service_bh);
         return;
     }
     s->dma_burst_start = now + PEACH2_DMA_PAUSE_NS;
@@ -196,30 +196,44 @@ static void peach2_port_drain(Peach2Port *p)
     }
 }
 
-static void peach2_drain_all(Peach2State *s)
+/*
+ * Send what the core has queued on its links. The core's one signal for
+ * packets waiting is peach2_core_tx_pending(): checked after every call
+ * that can queue them, in whatever context made the call (a vCPU's store or
+ * fence, a register write, the bottom half, a link's input).
+ */
+static void peach2_send_queued(Peach2State *s)
 {
+    unsigned ports = peach2_core_tx_pending(s->core);
     unsigned i;
 
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
-        peach2_port_drain(&s->ports[i]);
+        if (ports & (1u << i)) {
+            peach2_port_drain(&s->ports[i]);
+        }
     }
 }
 
-static void peach2_flush_bh(void *opaque)
+/* The bottom half: DMA slices and firmware loads, never in a vCPU. */
+static void peach2_service_bh(void *opaque)
 {
     Peach2State *s = opaque;
 
-    peach2_core_flush(s->core);
-    peach2_drain_all(s);
+    peach2_core_service(s->core);
+    peach2_send_queued(s);
 }
 
-/* A vCPU fenced its stores (under the BQL): send what is held back. */
+/*
+ * A vCPU fenced its stores (under the BQL): send what is held back, now, in
+ * this vCPU (the fence must not wait). Closing the write does no DMA work.
+ */
 static void peach2_wc_fence(void *opaque)
 {
     Peach2State *s = opaque;
 
     trace_peach2_wc_fence(s->node_id);
-    peach2_flush_bh(s); /* now, in this vCPU: the fence must not wait */
+    peach2_core_close_write(s->core);
+    peach2_send_queued(s);
 }
 
 static void peach2_wc_timer(void *opaque)
@@ -233,7 +247,7 @@ static void peach2_wc_timer(void *opaque)
     }
     trace_peach2_wc_flush(s->node_id);
     /* Through the bottom half: it runs under the device's re-entrancy guard. */
-    qemu_bh_schedule(s->flush_bh);
+    qemu_bh_schedule(s->service_bh);
 }
 
 static int peach2_port_can_receive(void *opaque)
@@ -250,6 +264,8 @@ static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
         /* Corrupt stream: the core has reported it; start a fresh one. */
         qemu_chr_fe_disconnect(&p->chr);
     }
+    /* Forwarded packets, the card's own read-proxy answers. */
+    peach2_send_queued(p->dev);
 }
 
 static void peach2_port_event(void *opaque, QEMUChrEvent event)
@@ -260,6 +276,7 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     switch (event) {
     case CHR_EVENT_OPENED:
         peach2_core_link_connected(p->dev->core, p->port, true);
+        peach2_send_queued(p->dev); /* HELLO */
         break;
     case CHR_EVENT_CLOSED:
         if (p->watch) {
@@ -288,11 +305,8 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     Peach2State *s = opaque;
 
     peach2_core_reg_write(s->core, addr, val, size);
-    if (addr == PEACH2_REG_RP_TX_SEND) {
-        /* A read-proxy request: send it from this vCPU, like a window store,
-         * rather than wait for the bottom half. */
-        peach2_drain_all(s);
-    }
+    /* A read-proxy request: sent from this vCPU, like a window store. */
+    peach2_send_queued(s);
 }
 
 static uint64_t peach2_cardmem_read(void *opaque, hwaddr addr, unsigned size)
@@ -325,7 +339,7 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
 
     trace_peach2_window_store(s->node_id, addr, size, pending);
     if (pending & PEACH2_WINDOW_TX_PENDING) {
-        peach2_drain_all(s);
+        peach2_send_queued(s);
     }
     if (pending & PEACH2_WINDOW_WC_OPEN) {
         cpu_wc_flush_mark_pending();
@@ -376,8 +390,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .opaque = s,
         .dma_write = peach2_dma_write,
         .dma_read = peach2_dma_read,
-        .kick = peach2_kick,
-        .defer = peach2_defer,
+        .schedule_service = peach2_schedule_service,
+        .defer_service = peach2_defer,
         .notify = peach2_notify,
         .log = peach2_log,
     };
@@ -390,10 +404,11 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    s->node_id, s->node_count);
         return;
     }
-    s->flush_bh = qemu_bh_new_guarded(peach2_flush_bh, s,
-                                      &DEVICE(pdev)->mem_reentrancy_guard);
+    s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
+                                        &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
-    s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_kick, s);
+    s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_schedule_service,
+                                s);
     cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -426,8 +441,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                   PEACH2_MSIX_PBA_OFF, 0, errp)) {
         peach2_core_free(s->core);
         s->core = NULL;
-        qemu_bh_delete(s->flush_bh);
-        s->flush_bh = NULL;
+        qemu_bh_delete(s->service_bh);
+        s->service_bh = NULL;
         timer_free(s->wc_timer);
         s->wc_timer = NULL;
         timer_free(s->dma_timer);
@@ -467,8 +482,8 @@ static void peach2_exit(PCIDevice *pdev)
         qemu_chr_fe_deinit(&s->ports[i].chr, false);
     }
     msix_uninit(pdev, &s->bar0, &s->bar0);
-    if (s->flush_bh) {
-        qemu_bh_delete(s->flush_bh);
+    if (s->service_bh) {
+        qemu_bh_delete(s->service_bh);
     }
     if (s->wc_timer) {
         timer_free(s->wc_timer);

@@ -97,8 +97,14 @@ uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size)
 unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
     return guarded(core, [&] { return core->card.window_write(off, val, size); });
 }
-void peach2_core_flush(peach2_core* core) {
-    guarded(core, [&] { core->card.flush(); });
+void peach2_core_close_write(peach2_core* core) {
+    guarded(core, [&] { core->card.close_write(); });
+}
+void peach2_core_service(peach2_core* core) {
+    guarded(core, [&] { core->card.service(); });
+}
+unsigned peach2_core_tx_pending(peach2_core* core) {
+    return guarded(core, [&] { return core->card.tx_pending(); });
 }
 void peach2_core_link_attach(peach2_core* core, unsigned port) {
     guarded(core, [&] { core->card.link_attach(port); });

@@ -237,20 +237,16 @@ uint64_t Card::window_read(uint64_t off, unsigned size) {
 }
 
 unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
-    // The caller (the vCPU's store) sends what this queues itself, right
+    if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size)
+        raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range");
+    else
+        combine(off, val, size);
+    // The caller (the vCPU's store) sends what this queued itself, right
     // after the call: no bottom half, no hand-over of the I/O lock.
-    quiet_ = true;
-    kicked_ = false;
-    window_store(off, val, size);
-    quiet_ = false;
-    return (kicked_ ? PEACH2_WINDOW_TX_PENDING : 0u) | (open_ ? PEACH2_WINDOW_WC_OPEN : 0u);
+    return (tx_pending() ? PEACH2_WINDOW_TX_PENDING : 0u) | (open_ ? PEACH2_WINDOW_WC_OPEN : 0u);
 }
 
-void Card::window_store(uint64_t off, uint64_t val, unsigned size) {
-    if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size) {
-        raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range");
-        return;
-    }
+void Card::combine(uint64_t off, uint64_t val, unsigned size) {
     uint8_t bytes[8];
     store_le(bytes, val, size);
     // Merge contiguous stores into one packet, as a write-combining buffer
@@ -264,7 +260,7 @@ void Card::window_store(uint64_t off, uint64_t val, unsigned size) {
                            open_->data.size() + piece <= PEACH2_WC_MAX &&
                            addr % kPage != 0;
         if (!merge) {
-            flush();
+            close_write();
             open_.emplace();
             open_->addr = addr;
             open_->data.reserve(PEACH2_WC_MAX);
@@ -274,17 +270,30 @@ void Card::window_store(uint64_t off, uint64_t val, unsigned size) {
     }
 }
 
-void Card::flush() {
+void Card::close_write() {
+    if (!open_)
+        return;
+    OpenWrite w = std::move(*open_);
+    open_.reset();
+    sat_inc(counters_[PEACH2_PORT_N].rx_pkts);
+    counters_[PEACH2_PORT_N].rx_bytes += w.data.size();
+    route_write(w.addr, w.data, 0, cfg_.node_id);
+}
+
+// Work that must not run inside a register write or a store: the bottom half.
+void Card::service() {
     if (fw_pending_)
         fw_load();
-    if (open_) {
-        OpenWrite w = std::move(*open_);
-        open_.reset();
-        sat_inc(counters_[PEACH2_PORT_N].rx_pkts);
-        counters_[PEACH2_PORT_N].rx_bytes += w.data.size();
-        route_write(w.addr, w.data, 0, cfg_.node_id);
-    }
+    close_write();  // stores the CPU made before starting a DMA go first
     dma_run();
+}
+
+unsigned Card::tx_pending() const {
+    unsigned ports = 0;
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p)
+        if (links_[p].connected && !links_[p].tx.empty())
+            ports |= 1u << p;
+    return ports;
 }
 
 // ---- routing and delivery ------------------------------------------------------
@@ -405,7 +414,6 @@ peach2_err Card::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t
     l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     sat_inc(counters_[port].tx_pkts);
     counters_[port].tx_bytes += payload.size();
-    kick();
     return PEACH2_ERR_NONE;
 }
 
@@ -549,7 +557,7 @@ void Card::link_tx_consume(unsigned port, size_t n) {
     // A DMA channel paused for a full link can go on once the link drains.
     if (!tx_backlogged() &&
         std::any_of(dma_.begin(), dma_.end(), [](const DmaChannel& c) { return c.busy(); }))
-        kick();
+        schedule_service();
 }
 
 // ---- errors and interrupts ----------------------------------------------------
@@ -590,11 +598,9 @@ void Card::update_irq() {
             host_.notify(host_.opaque, PEACH2_INT_VECTOR_DMA(ch));
 }
 
-void Card::kick() {
-    if (quiet_)
-        kicked_ = true;
-    else if (host_.kick)
-        host_.kick(host_.opaque);
+void Card::schedule_service() {
+    if (host_.schedule_service)
+        host_.schedule_service(host_.opaque);
 }
 
 void Card::log(int level, const std::string& msg) {

@@ -70,7 +70,9 @@ public:
     void cardmem_write(uint64_t off, uint64_t val, unsigned size);
     uint64_t window_read(uint64_t off, unsigned size);
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
-    void flush();
+    void close_write();
+    void service();
+    unsigned tx_pending() const;
     void dma_reset();
 
     void link_attach(unsigned port);
@@ -111,10 +113,8 @@ private:
     void raise_interrupt(uint32_t bits);
     void update_irq();
     void log(int level, const std::string& msg);
-    void kick();  // ask the host for a flush, or note it for window_write()
-    void window_store(uint64_t off, uint64_t val, unsigned size);
-    bool quiet_ = false;   // inside window_write(): the caller sends
-    bool kicked_ = false;
+    void schedule_service();
+    void combine(uint64_t off, uint64_t val, unsigned size);  // write combining
     Link* link(unsigned port);
 
     peach2_core_config cfg_;

@@ -1,7 +1,7 @@
 // The card's chaining DMA controller (docs/hardware.md, "DMA controller").
 //
-// Work runs only from flush() (QEMU: a bottom half), never inside a register
-// write, and each run is bounded: a chain of any length, or a descriptor
+// Work runs only from service() (QEMU: a bottom half), never inside a
+// register write or a window store, and each run is bounded: a chain of any length, or a descriptor
 // loop, cannot hold the emulator for long, and loops end with an error.
 #include <algorithm>
 #include <cstring>
@@ -13,7 +13,7 @@
 namespace peach2 {
 namespace {
 
-// Work per flush() for each channel, so a long transfer never stalls the vCPU
+// Work per service() for each channel, so a long transfer never stalls the vCPU
 // of this node for long; the rest follows in the next run.
 constexpr uint64_t kBytesPerRun = 512 * 1024;
 constexpr uint32_t kDescsPerRun = 256;
@@ -148,7 +148,7 @@ void Card::dma_start(unsigned ch, bool reg_mode) {
         }
         c.have_desc = true;
     }
-    kick();
+    schedule_service();
 }
 
 // The PEACH2 restrictions (peach2_dma_rules.h, shared with the driver and
@@ -263,13 +263,13 @@ void Card::dma_run() {
         }
         more |= c.busy() && !tx_backlogged();
     }
-    // Continue in a later run; a channel waiting on a full link is kicked by
-    // link_tx_consume() instead.
+    // Continue in a later run; a channel waiting on a full link is resumed
+    // by link_tx_consume() instead.
     if (more) {
-        if (host_.defer && !quiet_)
-            host_.defer(host_.opaque);
+        if (host_.defer_service)
+            host_.defer_service(host_.opaque);
         else
-            kick();
+            schedule_service();
     }
 }
 

@@ -93,7 +93,7 @@ bool Card::routing_reg_write(uint64_t off, uint32_t val) {
         // Like DMA, the image is read in the bottom half, not in this write.
         fw_status_ = PEACH2_FW_LOADING;
         fw_pending_ = true;
-        kick();
+        schedule_service();
         return true;
     default: return false;
     }

@@ -36,7 +36,7 @@ struct Dma {
     int run(int max_runs = 100000) {
         int runs = 0;
         while (busy() && runs < max_runs) {
-            peach2_core_flush(c);
+            peach2_core_service(c);
             ++runs;
         }
         return runs;
@@ -174,7 +174,7 @@ TEST_F(DmaTest, FullOnCardChainOf1024RunsInBoundedSlices) {
         card_desc(i, {0x1000 + 16u * i, 0x200000 + 16u * i, 16, 0, 0, i + 1,
                       i + 1 == PEACH2_DESC_MAX ? PEACH2_DESC_LAST : 0u});
     dma.chain(0);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_TRUE(dma.busy());  // one run does a bounded amount of work
     const int runs = 1 + dma.run();
     EXPECT_GE(runs, 4);
@@ -229,7 +229,7 @@ TEST_F(DmaTest, FourChannelsRunConcurrently) {
     Dma ch[4] = {{core.get(), 0}, {core.get(), 1}, {core.get(), 2}, {core.get(), 3}};
     for (unsigned i = 0; i < 4; ++i)
         ch[i].reg_mode(0x1000 * (i + 1), 0x300000 + 0x40000 * i, 256 * 1024 - 4096 * (i + 1));
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     for (unsigned i = 0; i < 4; ++i)
         EXPECT_GT(ch[i].r(PEACH2_DMA_BYTES_LO), 0u) << "channel " << i << " made progress";
     for (auto& c : ch)
@@ -341,7 +341,7 @@ TEST_F(DmaTest, BusyChannelRefusesStartsAndParameterChanges) {
 
 TEST_F(DmaTest, AbortStopsATransferMidway) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_TRUE(dma.busy());
     dma.w(PEACH2_DMA_CTRL, PEACH2_DMA_CTRL_ABORT);
     EXPECT_FALSE(dma.busy());
@@ -349,17 +349,17 @@ TEST_F(DmaTest, AbortStopsATransferMidway) {
     const uint32_t moved = dma.r(PEACH2_DMA_BYTES_LO);
     EXPECT_GT(moved, 0u);
     EXPECT_LT(moved, 2u << 20);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), moved);  // nothing after the abort
 }
 
 TEST_F(DmaTest, LongTransfersContinueAfterAPauseNotAtOnce) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
-    const int kicks = host.kicks;
-    peach2_core_flush(core.get());  // one bounded slice
+    const int services = host.services;
+    peach2_core_service(core.get());  // one bounded slice
     EXPECT_TRUE(dma.busy());
     EXPECT_EQ(host.defers, 1);      // continue later, with the I/O lock free meanwhile
-    EXPECT_EQ(host.kicks, kicks);   // not straight away
+    EXPECT_EQ(host.services, services);  // not straight away
     dma.run();
     EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
     EXPECT_GE(host.defers, 3);
@@ -369,7 +369,7 @@ TEST_F(DmaTest, ResetStopsChannels) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
     peach2_core_reset(core.get());
     EXPECT_EQ(dma.status(), 0u);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), 0u);
 }
 
@@ -401,13 +401,13 @@ TEST(DmaRemote, LargeTransferFlowsWithBackpressureAndArrivesIntact) {
     const uint32_t len = 12 << 20;
     dma.reg_mode(0x100000, PEACH2_NODE_BASE(1) + 0x200000, len);
     for (int i = 0; i < 200; ++i)
-        peach2_core_flush(a.get());  // nobody drains the link yet
+        peach2_core_service(a.get());  // nobody drains the link yet
     EXPECT_TRUE(dma.busy());         // paused, not failed
     EXPECT_EQ(reg(a.get(), PEACH2_REG_ERR_COUNT), 0u);
     const void* p = nullptr;
     EXPECT_LT(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p), size_t{6} << 20);
     while (dma.busy() || peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p)) {
-        peach2_core_flush(a.get());
+        peach2_core_service(a.get());
         carry(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, accepted);
     }
     EXPECT_TRUE(accepted);

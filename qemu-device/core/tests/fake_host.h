@@ -19,7 +19,7 @@ struct FakeHost {
     std::vector<std::pair<uint64_t, size_t>> writes;  // (addr, len) of every DMA write
     std::vector<unsigned> irqs;
     std::vector<std::string> logs;
-    int kicks = 0;
+    int services = 0;  // schedule_service() calls
     int defers = 0;
 
     peach2_core_host callbacks() {
@@ -40,8 +40,8 @@ struct FakeHost {
             std::memcpy(buf, self->mem.data() + addr, len);
             return 0;
         };
-        h.kick = [](void* o) { ++static_cast<FakeHost*>(o)->kicks; };
-        h.defer = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
+        h.schedule_service = [](void* o) { ++static_cast<FakeHost*>(o)->services; };
+        h.defer_service = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
         h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
         h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
         return h;

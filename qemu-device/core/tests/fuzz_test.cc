@@ -39,7 +39,7 @@ TEST(Fuzz, RandomRegisterCardMemoryAndWindowAccessesNeverCrash) {
             case 2: peach2_core_cardmem_write(c.get(), r.below(PEACH2_CARDMEM_SIZE + 16), v, r.size()); break;
             case 3: peach2_core_window_write(c.get(), r.below(PEACH2_WINDOW_SIZE + 16), v, r.size()); break;
             case 4: peach2_core_window_read(c.get(), r.below(PEACH2_WINDOW_SIZE), r.size()); break;
-            case 5: peach2_core_flush(c.get()); break;
+            case 5: peach2_core_service(c.get()); break;
             }
             // DMA registers get extra attention: random descriptors and starts.
             if (r.below(50) == 0) {
@@ -50,7 +50,7 @@ TEST(Fuzz, RandomRegisterCardMemoryAndWindowAccessesNeverCrash) {
             }
         }
         for (int i = 0; i < 2000; ++i)  // let every started DMA end
-            peach2_core_flush(c.get());
+            peach2_core_service(c.get());
         const void* buf = nullptr;
         peach2_core_link_tx_peek(c.get(), PEACH2_PORT_E, &buf);  // still consistent
         EXPECT_GT(reg(c.get(), PEACH2_REG_ERR_COUNT), 0u) << "seed " << seed;

@@ -45,7 +45,7 @@ struct Fabric {
         for (bool moved = true; moved;) {
             moved = false;
             for (auto& c : cores)
-                peach2_core_flush(c.get());
+                peach2_core_service(c.get());
             for (const auto& c : topo.cables) {
                 moved |= move(c.node_a, c.port_a, c.node_b, c.port_b);
                 moved |= move(c.node_b, c.port_b, c.node_a, c.port_a);
@@ -65,7 +65,7 @@ struct Fabric {
         peach2_core_reg_write(core(node), PEACH2_REG_FW_LEN, image.size(), 4);
         peach2_core_reg_write(core(node), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
         EXPECT_EQ(reg(core(node), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_LOADING));
-        peach2_core_flush(core(node));
+        peach2_core_service(core(node));
         return reg(core(node), PEACH2_REG_FW_STATUS);
     }
     std::vector<uint8_t> image(uint32_t version = 3) {
@@ -196,12 +196,12 @@ TEST(Routing, EachKindOfBadImageHasItsStatus) {
     // Length 0, and an address outside memory.
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_LEN, 0, 4);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
-    peach2_core_flush(f.core(0));
+    peach2_core_service(f.core(0));
     EXPECT_EQ(reg(f.core(0), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_TRUNCATED));
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_ADDR_LO, 0x7ff00000, 8);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_LEN, img.size(), 4);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
-    peach2_core_flush(f.core(0));
+    peach2_core_service(f.core(0));
     EXPECT_EQ(reg(f.core(0), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_READ_FAILED));
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, 5, 4);  // unknown command
     EXPECT_GE(reg(f.core(0), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_BAD_COMMAND)), 1u);

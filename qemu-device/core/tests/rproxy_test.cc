@@ -185,7 +185,7 @@ TEST_F(ReadProxy, PioStoreToTheDoorbellIsRefused) {
     const peach2_rp_req forged = request(1, 0x3000);
     cpu_store(a.get(), PEACH2_NODE_BASE(1) + kDoorbell, reinterpret_cast<const uint8_t*>(&forged),
               sizeof(forged));
-    peach2_core_flush(a.get());
+    peach2_core_service(a.get());
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_GE(errors(b.get(), PEACH2_ERR_BAD_TARGET), 1u);
