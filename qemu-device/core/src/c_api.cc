@@ -107,29 +107,29 @@ unsigned peach2_core_tx_pending(peach2_core* core) {
     return guarded(core, [&] { return core->card.tx_pending(); });
 }
 void peach2_core_link_attach(peach2_core* core, unsigned port) {
-    guarded(core, [&] { core->card.link_attach(port); });
+    guarded(core, [&] { core->card.links().attach(port); });
 }
 void peach2_core_link_connected(peach2_core* core, unsigned port, bool connected) {
-    guarded(core, [&] { core->card.link_connected(port, connected); });
+    guarded(core, [&] { core->card.links().connected(port, connected); });
 }
 bool peach2_core_link_receive(peach2_core* core, unsigned port, const void* buf, size_t len) {
     return guarded(
         core,
         [&] {
-            return core->card.link_receive(
+            return core->card.links().receive(
                 port, std::span<const uint8_t>(static_cast<const uint8_t*>(buf), len));
         },
         false);
 }
 size_t peach2_core_link_tx_peek(peach2_core* core, unsigned port, const void** buf) {
     return guarded(core, [&]() -> size_t {
-        const auto s = core->card.link_tx_peek(port);
+        const auto s = core->card.links().tx_peek(port);
         *buf = s.data();
         return s.size();
     });
 }
 void peach2_core_link_tx_consume(peach2_core* core, unsigned port, size_t n) {
-    guarded(core, [&] { core->card.link_tx_consume(port, n); });
+    guarded(core, [&] { core->card.links().tx_consume(port, n); });
 }
 
 }  // extern "C"
