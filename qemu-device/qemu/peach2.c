@@ -149,6 +149,100 @@ static void peach2_log(void *opaque, int level, const char *msg)
     }
 }
 
+/*
+ * An error condition from the core, typed: one trace event per code (as
+ * hw/nvme traces its error conditions), besides the log line.
+ */
+static void peach2_error(void *opaque, const peach2_core_error *e)
+{
+    Peach2State *s = opaque;
+    uint32_t n = s->node_id;
+
+    if (!e->counted && e->code != PEACH2_ERR_NONE) {
+        /* The card answered a read-proxy request itself: flow control. */
+        trace_peach2_rp_answer(n, e->node, peach2_err_name(e->code), e->value);
+        return;
+    }
+    switch (e->code) {
+    case PEACH2_ERR_NONE:
+        trace_peach2_err_firmware(n, peach2_fw_status_name(e->fw_status),
+                                  e->addr, e->value);
+        break;
+    case PEACH2_ERR_NO_SUCH_NODE:
+        trace_peach2_err_no_such_node(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_LINK_DOWN:
+        trace_peach2_err_link_down(n, e->addr, e->port, e->node, e->value);
+        break;
+    case PEACH2_ERR_NO_ROUTE:
+        trace_peach2_err_no_route(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_READ_UNSUPPORTED:
+        trace_peach2_err_read_unsupported(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_TARGET:
+        trace_peach2_err_bad_target(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_NO_GPU:
+        trace_peach2_err_no_gpu(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_PACKET:
+        trace_peach2_err_bad_packet(n, e->port, e->node, e->what);
+        break;
+    case PEACH2_ERR_TX_OVERFLOW:
+        trace_peach2_err_tx_overflow(n, e->addr, e->port, e->value);
+        break;
+    case PEACH2_ERR_DMA_WRITE:
+        trace_peach2_err_dma_write(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_REG:
+        trace_peach2_err_bad_reg(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_HOP_LIMIT:
+        trace_peach2_err_hop_limit(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_NOT_REGISTERED:
+        trace_peach2_err_not_registered(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_COMMAND:
+        trace_peach2_err_bad_command(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_ALIGN:
+        trace_peach2_err_dma_align(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_ZERO_LEN:
+        trace_peach2_err_dma_zero_len(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_LOOP:
+        trace_peach2_err_dma_loop(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_CHAIN_LONG:
+        trace_peach2_err_dma_chain_long(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_BAD_INDEX:
+        trace_peach2_err_dma_bad_index(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_BAD_DESC:
+        trace_peach2_err_dma_bad_desc(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_READ:
+        trace_peach2_err_dma_read(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_BUSY:
+        trace_peach2_err_dma_busy(n, e->channel, e->addr);
+        break;
+    case PEACH2_ERR_DMA_ABORTED:
+        trace_peach2_err_dma_aborted(n, e->channel, e->addr, e->value);
+        break;
+    case PEACH2_ERR_RP_BAD_PACKET:
+        trace_peach2_err_rp_bad_packet(n, e->addr, e->node, e->value);
+        break;
+    default:
+        trace_peach2_err_unknown(n, e->code, e->addr);
+        break;
+    }
+}
+
 /* ---- links ------------------------------------------------------------- */
 
 static void peach2_port_drain(Peach2Port *p);
@@ -295,8 +389,10 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
+    uint64_t val = peach2_core_reg_read(s->core, addr, size);
 
-    return peach2_core_reg_read(s->core, addr, size);
+    trace_peach2_reg_read(s->node_id, addr, size, val);
+    return val;
 }
 
 static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
@@ -304,6 +400,7 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     Peach2State *s = opaque;
 
+    trace_peach2_reg_write(s->node_id, addr, size, val);
     peach2_core_reg_write(s->core, addr, val, size);
     /* A read-proxy request: sent from this vCPU, like a window store. */
     peach2_send_queued(s);
@@ -312,8 +409,10 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
 static uint64_t peach2_cardmem_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
+    uint64_t val = peach2_core_cardmem_read(s->core, addr, size);
 
-    return peach2_core_cardmem_read(s->core, addr, size);
+    trace_peach2_cardmem_read(s->node_id, addr, size, val);
+    return val;
 }
 
 static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
@@ -321,6 +420,7 @@ static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
 {
     Peach2State *s = opaque;
 
+    trace_peach2_cardmem_write(s->node_id, addr, size, val);
     peach2_core_cardmem_write(s->core, addr, val, size);
 }
 
@@ -394,6 +494,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .defer_service = peach2_defer,
         .notify = peach2_notify,
         .log = peach2_log,
+        .error = peach2_error,
     };
     char why[256];
     unsigned i;

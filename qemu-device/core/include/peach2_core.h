@@ -31,6 +31,28 @@ enum peach2_core_log_level {
 	PEACH2_LOG_INFO = 1,        /* link state changes and the like */
 };
 
+/*
+ * An error condition, for tracing (QEMU: one typed trace event per code).
+ * The same event also reaches log() as text.
+ */
+#define PEACH2_CORE_NONE 0xffffffffu /* a field that does not apply */
+typedef struct peach2_core_error {
+	uint32_t code;      /* enum peach2_err; PEACH2_ERR_NONE: a refused
+			     * firmware image, see fw_status */
+	uint32_t fw_status; /* enum peach2_fw_status, with code NONE */
+	bool counted;       /* latched and counted in the ERR registers; false
+			     * for the read proxy's RP_FULL/RP_OFF/DMA_WRITE
+			     * answers (flow control) and firmware refusals */
+	uint64_t addr;      /* as ERR_ADDR: a global address, a register or
+			     * card-memory offset, a descriptor's location */
+	uint32_t port;      /* the link (PEACH2_PORT_E/W/S), or NONE */
+	uint32_t node;      /* the other node: destination, source, peer */
+	uint32_t channel;   /* the DMA channel, or NONE */
+	uint64_t value;     /* by code: an access size, a length, a command
+			     * value, bytes lost, descriptors done, a tag */
+	const char *what;   /* the log text's detail */
+} peach2_core_error;
+
 typedef struct peach2_core_host {
 	void *opaque;
 	/* Write len bytes at bus address addr of this node's memory.
@@ -53,6 +75,8 @@ typedef struct peach2_core_host {
 	void (*notify)(void *opaque, unsigned vector);
 	/* A line of log text (no trailing newline). May be NULL. */
 	void (*log)(void *opaque, int level, const char *msg);
+	/* An error condition, typed (peach2_core_error). May be NULL. */
+	void (*error)(void *opaque, const peach2_core_error *e);
 } peach2_core_host;
 
 typedef struct peach2_core_config {

@@ -53,7 +53,8 @@ void Card::reset() {
 
 uint64_t Card::reg_read(uint64_t off, unsigned size) {
     if ((size != 4 && size != 8) || off % size != 0 || off + size > PEACH2_MSIX_TABLE_OFF) {
-        raise_error(PEACH2_ERR_BAD_REG, off, "register read of size " + std::to_string(size));
+        raise_error(PEACH2_ERR_BAD_REG, off, "register read of size " + std::to_string(size),
+                    {.value = size});
         return 0;
     }
     uint64_t v = reg_read32(off);
@@ -64,7 +65,8 @@ uint64_t Card::reg_read(uint64_t off, unsigned size) {
 
 void Card::reg_write(uint64_t off, uint64_t val, unsigned size) {
     if ((size != 4 && size != 8) || off % size != 0 || off + size > PEACH2_MSIX_TABLE_OFF) {
-        raise_error(PEACH2_ERR_BAD_REG, off, "register write of size " + std::to_string(size));
+        raise_error(PEACH2_ERR_BAD_REG, off, "register write of size " + std::to_string(size),
+                    {.value = size});
         return;
     }
     reg_write32(off, static_cast<uint32_t>(val));
@@ -108,7 +110,8 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_ERR_ADDR_HI: return hi32(err_addr_);
     case PEACH2_REG_LAST_ERR: return last_err_;
     default:
-        raise_error(PEACH2_ERR_BAD_REG, off, "read of undefined register " + hex(off));
+        raise_error(PEACH2_ERR_BAD_REG, off, "read of undefined register " + hex(off),
+                    {.value = 4});
         return 0;
     }
 }
@@ -136,7 +139,8 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
         }
         return;
     default:
-        raise_error(PEACH2_ERR_BAD_REG, off, "write to read-only or undefined register " + hex(off));
+        raise_error(PEACH2_ERR_BAD_REG, off,
+                    "write to read-only or undefined register " + hex(off), {.value = 4});
     }
 }
 
@@ -144,7 +148,7 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
 
 uint64_t Card::cardmem_read(uint64_t off, unsigned size) {
     if (!valid_size(size) || off >= cardmem_.size() || cardmem_.size() - off < size) {
-        raise_error(PEACH2_ERR_BAD_REG, off, "card memory read out of range");
+        raise_error(PEACH2_ERR_BAD_REG, off, "card memory read out of range", {.value = size});
         return 0;
     }
     return load_le(cardmem_.data() + off, size);
@@ -152,7 +156,7 @@ uint64_t Card::cardmem_read(uint64_t off, unsigned size) {
 
 void Card::cardmem_write(uint64_t off, uint64_t val, unsigned size) {
     if (!valid_size(size) || off >= cardmem_.size() || cardmem_.size() - off < size) {
-        raise_error(PEACH2_ERR_BAD_REG, off, "card memory write out of range");
+        raise_error(PEACH2_ERR_BAD_REG, off, "card memory write out of range", {.value = size});
         return;
     }
     store_le(cardmem_.data() + off, val, size);
@@ -163,13 +167,14 @@ void Card::cardmem_write(uint64_t off, uint64_t val, unsigned size) {
 uint64_t Card::window_read(uint64_t off, unsigned size) {
     // PEACH2 does not do remote reads (PEACH2-REFERENCE.md 3.5): the load
     // completes with all ones, as an unsupported request would.
-    raise_error(PEACH2_ERR_READ_UNSUPPORTED, off, "load from the write-only window");
+    raise_error(PEACH2_ERR_READ_UNSUPPORTED, off, "load from the write-only window",
+                {.value = size});
     return size >= 8 ? ~0ull : (1ull << (8 * size)) - 1;
 }
 
 unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
     if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size)
-        raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range");
+        raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range", {.value = size});
     else
         combine(off, val, size);
     // The caller (the vCPU's store) sends what this queued itself, right
@@ -227,11 +232,13 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     if (node >= cfg_.node_count) {
         raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
                     "store to node " + std::to_string(node) + " of " +
-                        std::to_string(cfg_.node_count));
+                        std::to_string(cfg_.node_count),
+                    {.node = node});
         return PEACH2_ERR_NO_SUCH_NODE;
     }
     if (hops >= PEACH2_PKT_HOP_LIMIT) {
-        raise_error(PEACH2_ERR_HOP_LIMIT, addr, "packet from node " + std::to_string(src_node));
+        raise_error(PEACH2_ERR_HOP_LIMIT, addr, "packet from node " + std::to_string(src_node),
+                    {.node = src_node});
         return PEACH2_ERR_HOP_LIMIT;
     }
     peach2_err why = PEACH2_ERR_NO_ROUTE;
@@ -239,7 +246,8 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     if (port == PEACH2_PORT_N)
         return deliver(type, addr, data, src_node);
     if (!port) {
-        raise_error(why, addr, "no usable port towards node " + std::to_string(node));
+        raise_error(why, addr, "no usable port towards node " + std::to_string(node),
+                    {.node = node});
         return why;
     }
     peach2_pkt_hdr hdr{};
@@ -267,11 +275,13 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
     case Region::Host:
         if (!inbound_.admits(d.offset, data.size())) {
             raise_error(PEACH2_ERR_NOT_REGISTERED, addr,
-                        "write to host memory no buffer is registered for");
+                        "write to host memory no buffer is registered for",
+                        {.value = data.size()});
             return PEACH2_ERR_NOT_REGISTERED;
         }
         if (!host_write(d.offset, data.data(), data.size())) {
-            raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset));
+            raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset),
+                        {.value = data.size()});
             return PEACH2_ERR_DMA_WRITE;
         }
         sat_inc(host_counters_.tx_pkts);
@@ -282,19 +292,21 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
         raise_interrupt(PEACH2_INT_MAILBOX);
         return PEACH2_ERR_NONE;
     case Region::Gpu:
-        raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region");
+        raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region", {.value = data.size()});
         return PEACH2_ERR_NO_GPU;
     case Region::CardReserved:
     case Region::Unmapped:
         break;
     }
-    raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset");
+    raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset",
+                {.value = data.size()});
     return PEACH2_ERR_BAD_TARGET;
 }
 
 // ---- errors and interrupts ----------------------------------------------------
 
-void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what) {
+void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what,
+                       ErrorFacts facts) {
     sat_inc(err_count_);
     sat_inc(err_by_code_[code]);
     last_err_ = code;
@@ -305,7 +317,20 @@ void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what) 
     log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) +
                                     ": " + peach2_err_text(code) + " (" + what + ") at " +
                                     hex(addr));
+    if (host_.error) {
+        const peach2_core_error e{code,      PEACH2_FW_NONE, true,        addr,
+                                  facts.port, facts.node,    facts.channel, facts.value,
+                                  what.c_str()};
+        host_.error(host_.opaque, &e);
+    }
     raise_interrupt(PEACH2_INT_ERROR);
+}
+
+void Card::report(const peach2_core_error& e, int level) {
+    if (level == PEACH2_LOG_GUEST_ERROR || level == PEACH2_LOG_INFO)
+        log(level, std::string("peach2 node ") + std::to_string(cfg_.node_id) + ": " + e.what);
+    if (host_.error)
+        host_.error(host_.opaque, &e);
 }
 
 void Card::raise_interrupt(uint32_t bits) {

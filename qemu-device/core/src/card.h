@@ -35,6 +35,15 @@
 
 namespace peach2 {
 
+// What goes with an error into its typed trace record (peach2_core_error),
+// beyond code, address and text.
+struct ErrorFacts {
+    uint32_t port = PEACH2_CORE_NONE;     // the link
+    uint32_t node = PEACH2_CORE_NONE;     // the other node
+    uint32_t channel = PEACH2_CORE_NONE;  // the DMA channel
+    uint64_t value = 0;                   // size, length, command, ... (peach2_core.h)
+};
+
 class Card {
 public:
     Card(const peach2_core_config& cfg, const peach2_core_host& host);
@@ -63,7 +72,13 @@ public:
     peach2_err route_write(uint64_t addr, std::span<const uint8_t> data) {
         return route_packet(PEACH2_PKT_WRITE, addr, data, 0, cfg_.node_id);
     }
-    void raise_error(peach2_err code, uint64_t addr, const std::string& what);
+    // An error: counted, latched, logged, traced (host error()), ERROR
+    // interrupt. `facts` fills the typed trace record.
+    void raise_error(peach2_err code, uint64_t addr, const std::string& what,
+                     ErrorFacts facts = {});
+    // A condition traced (and logged) but not raised: the read proxy's own
+    // answers, a refused firmware image.
+    void report(const peach2_core_error& e, int level);
     void raise_interrupt(uint32_t bits);
     void log(int level, const std::string& msg);
     // Host memory through the host's callbacks: false if refused.

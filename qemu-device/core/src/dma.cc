@@ -107,7 +107,8 @@ void DmaEngine::chan_reg_write(unsigned ch, uint32_t r, uint32_t val) {
     // Parameters of a running transfer cannot change under it.
     if (r != PEACH2_DMA_CTRL && r != PEACH2_DMA_STATUS && c.busy()) {
         card_.raise_error(PEACH2_ERR_DMA_BUSY, PEACH2_REG_DMA(ch, r),
-                          "DMA channel " + std::to_string(ch) + " register written while busy");
+                          "DMA channel " + std::to_string(ch) + " register written while busy",
+                          {.channel = ch, .value = val});
         return;
     }
     switch (r) {
@@ -121,7 +122,7 @@ void DmaEngine::chan_reg_write(unsigned ch, uint32_t r, uint32_t val) {
         }
         if (val & ~starts || start == starts) {
             card_.raise_error(PEACH2_ERR_BAD_COMMAND, PEACH2_REG_DMA(ch, r),
-                              "DMA control value " + hex(val));
+                              "DMA control value " + hex(val), {.channel = ch, .value = val});
             return;
         }
         if (start)
@@ -144,7 +145,8 @@ void DmaEngine::chan_reg_write(unsigned ch, uint32_t r, uint32_t val) {
     case PEACH2_DMA_FLAGS: c.flags = val; return;
     default:
         card_.raise_error(PEACH2_ERR_BAD_REG, PEACH2_REG_DMA(ch, r),
-                          "write to read-only DMA register " + hex(r));
+                          "write to read-only DMA register " + hex(r),
+                          {.channel = ch, .value = 4});
     }
 }
 
@@ -154,7 +156,8 @@ void DmaEngine::start(unsigned ch, bool reg_mode) {
     DmaChannel& c = chans_[ch];
     if (c.busy()) {
         card_.raise_error(PEACH2_ERR_DMA_BUSY, PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL),
-                          "DMA channel " + std::to_string(ch) + " started while busy");
+                          "DMA channel " + std::to_string(ch) + " started while busy",
+                          {.channel = ch});
         return;
     }
     c.status = PEACH2_DMA_ST_BUSY;
@@ -324,7 +327,8 @@ void DmaEngine::finish(unsigned ch, peach2_err code) {
         if (code >= PEACH2_ERR_DMA_ALIGN)
             card_.raise_error(code, c.err_desc,
                               "DMA channel " + std::to_string(ch) + " stopped after " +
-                                  std::to_string(c.done_descs) + " descriptors");
+                                  std::to_string(c.done_descs) + " descriptors",
+                              {.channel = ch, .value = c.done_descs});
     }
     c.have_desc = false;
     c.stalled = false;

@@ -83,9 +83,10 @@ void InboundFilter::command(uint32_t cmd) {
     }
     result_ = r;
     if (r != PEACH2_ERR_NONE)
-        card_.raise_error(r, base_, "inbound filter command " + std::to_string(cmd) +
-                                        " refused (base " + hex(base_) + ", size " + hex(size_) +
-                                        ")");
+        card_.raise_error(r, base_,
+                          "inbound filter command " + std::to_string(cmd) + " refused (base " +
+                              hex(base_) + ", size " + hex(size_) + ")",
+                          {.value = cmd});
 }
 
 }  // namespace peach2

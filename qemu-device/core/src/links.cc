@@ -82,7 +82,8 @@ peach2_err Links::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_
     Link& l = links_[port];
     if (!l.tx.fits(kHeaderSize + payload.size())) {
         card_.raise_error(PEACH2_ERR_TX_OVERFLOW, hdr.addr,
-                          std::string("port ") + port_name(port) + " send queue full");
+                          std::string("port ") + port_name(port) + " send queue full",
+                          {.port = port, .node = hdr.dst_node, .value = payload.size()});
         return PEACH2_ERR_TX_OVERFLOW;
     }
     hdr.magic = PEACH2_PKT_MAGIC;
@@ -193,7 +194,8 @@ void Links::down(unsigned port, const char* why) {
     if (!l.tx.empty()) {
         card_.raise_error(PEACH2_ERR_LINK_DOWN, 0,
                           std::string("port ") + port_name(port) + ": " +
-                              std::to_string(l.tx.size()) + " queued bytes lost");
+                              std::to_string(l.tx.size()) + " queued bytes lost",
+                          {.port = port, .value = l.tx.size()});
         l.tx.clear();
     }
 }
@@ -210,7 +212,8 @@ bool Links::receive(unsigned port, std::span<const uint8_t> bytes) {
     if (!ok) {
         card_.raise_error(PEACH2_ERR_BAD_PACKET, 0,
                           std::string("port ") + port_name(port) + ": " + l->rx.error() +
-                              "; dropping the connection");
+                              "; dropping the connection",
+                          {.port = port, .node = l->up ? l->peer_node : PEACH2_CORE_NONE});
         down(port, "corrupt stream");
     }
     return ok;
@@ -231,7 +234,8 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
                               std::to_string(hello->node_id) + " of " +
                               std::to_string(hello->node_count) + " does not fit node " +
                               std::to_string(cfg_.node_id) + " of " +
-                              std::to_string(cfg_.node_count));
+                              std::to_string(cfg_.node_count),
+                          {.port = port, .node = hello->node_id});
         return true;
     }
     l.up = true;
@@ -264,7 +268,8 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
     if (held_) {
         card_.raise_error(PEACH2_ERR_LINK_DOWN, hdr.addr,
                           std::string("port ") + port_name(port) +
-                              ": links held down (no valid firmware)");
+                              ": links held down (no valid firmware)",
+                          {.port = port, .node = hdr.dst_node});
         return true;
     }
     if (hdr.dst_node != PEACH2_ADDR_NODE(hdr.addr)) {

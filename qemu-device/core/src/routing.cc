@@ -84,7 +84,8 @@ bool Router::reg_write(uint64_t off, uint32_t val) {
         if (val != PEACH2_FW_CMD_LOAD || fw_pending_) {
             card_.raise_error(PEACH2_ERR_BAD_COMMAND, off,
                               "firmware command " + std::to_string(val) +
-                                  (fw_pending_ ? " while loading" : ""));
+                                  (fw_pending_ ? " while loading" : ""),
+                              {.value = val});
             return true;
         }
         // Like DMA, the image is read in the bottom half, not in this write.
@@ -125,10 +126,11 @@ void Router::service() {
 
 void Router::refuse_firmware(peach2_fw_status status, const std::string& why) {
     fw_status_ = status;
-    card_.log(PEACH2_LOG_GUEST_ERROR, "peach2 node " + std::to_string(cfg_.node_id) +
-                                          ": firmware refused (" +
-                                          peach2_fw_status_text(status) + "): " + why +
-                                          "; links held down");
+    const std::string what = std::string("firmware refused (") + peach2_fw_status_text(status) +
+                             "): " + why + "; links held down";
+    card_.report({PEACH2_ERR_NONE, status, false, fw_addr_, PEACH2_CORE_NONE, PEACH2_CORE_NONE,
+                  PEACH2_CORE_NONE, fw_len_, what.c_str()},
+                 PEACH2_LOG_GUEST_ERROR);
     card_.links().hold(true);
     card_.raise_interrupt(PEACH2_INT_ERROR);
 }

@@ -60,7 +60,8 @@ bool ReadProxy::ring_write(uint64_t off, uint32_t val) {
     switch (off) {
     case PEACH2_REG_RP_CTRL:
         if (val & ~PEACH2_RP_ENABLE) {
-            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off, "read-proxy control value " + hex(val));
+            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off, "read-proxy control value " + hex(val),
+                              {.value = val});
             return true;
         }
         if ((val & PEACH2_RP_ENABLE) && !enabled) {
@@ -69,7 +70,8 @@ bool ReadProxy::ring_write(uint64_t off, uint32_t val) {
                 base_ + static_cast<uint64_t>(size_) * PEACH2_RP_ENTRY_SIZE < base_) {
                 card_.raise_error(PEACH2_ERR_BAD_COMMAND, off,
                                   "read-proxy ring of " + std::to_string(size_) + " entries at " +
-                                      hex(base_) + " refused");
+                                      hex(base_) + " refused",
+                                  {.value = val});
                 return true;
             }
             head_ = tail_ = 0;
@@ -80,7 +82,8 @@ bool ReadProxy::ring_write(uint64_t off, uint32_t val) {
     case PEACH2_REG_RP_BASE_LO:
     case PEACH2_REG_RP_BASE_HI:
         if (enabled) {
-            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off, "read-proxy ring changed while enabled");
+            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off, "read-proxy ring changed while enabled",
+                              {.value = val});
             return true;
         }
         if (off == PEACH2_REG_RP_RING_SIZE)
@@ -95,7 +98,8 @@ bool ReadProxy::ring_write(uint64_t off, uint32_t val) {
         if (!enabled || val - head_ > tail_ - head_) {
             card_.raise_error(PEACH2_ERR_BAD_COMMAND, off,
                               "read-proxy HEAD " + std::to_string(val) + " with TAIL " +
-                                  std::to_string(tail_));
+                                  std::to_string(tail_),
+                              {.value = val});
             return true;
         }
         head_ = val;
@@ -125,7 +129,7 @@ bool ReadProxy::reg_write(uint64_t off, uint32_t val) {
     case PEACH2_REG_RP_RX_REFUSED:
     case PEACH2_REG_RP_RX_DROPPED:
         card_.raise_error(PEACH2_ERR_BAD_REG, off,
-                          "write to read-only read-proxy register " + hex(off));
+                          "write to read-only read-proxy register " + hex(off), {.value = 4});
         return true;
     default:
         return false;
@@ -138,7 +142,8 @@ void ReadProxy::send(uint32_t node) {
     if (node >= cfg_.node_count) {
         card_.raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
                           "read-proxy request to node " + std::to_string(node) + " of " +
-                              std::to_string(cfg_.node_count));
+                              std::to_string(cfg_.node_count),
+                          {.node = node});
         tx_result_ = PEACH2_ERR_NO_SUCH_NODE;
         return;
     }
@@ -154,7 +159,8 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
                           "read-proxy request of " + std::to_string(payload.size()) +
-                              " bytes not at the doorbell");
+                              " bytes not at the doorbell",
+                          {.node = src_node, .value = payload.size()});
         return;
     }
     std::memcpy(&req, payload.data(), sizeof(req));
@@ -165,7 +171,8 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
                           "read-proxy request from node " + std::to_string(src_node) +
-                              " with completion address " + hex(req.cpl));
+                              " with completion address " + hex(req.cpl),
+                          {.node = src_node, .value = payload.size()});
         return;
     }
     req.src_node = static_cast<uint16_t>(src_node);
@@ -181,7 +188,8 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
     uint8_t raw[sizeof(req)];
     std::memcpy(raw, &req, sizeof(req));
     if (!card_.host_write(entry, raw, sizeof(raw))) {
-        card_.raise_error(PEACH2_ERR_DMA_WRITE, entry, "host memory rejected a read-proxy ring entry");
+        card_.raise_error(PEACH2_ERR_DMA_WRITE, entry, "host memory rejected a read-proxy ring entry",
+                          {.node = src_node, .value = sizeof(raw)});
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_DMA_WRITE);
         return;
     }
@@ -196,6 +204,11 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
 // request.
 void ReadProxy::answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err status) {
     sat_inc(rx_refused_);
+    const std::string what = std::string("read-proxy request from node ") +
+                             std::to_string(node) + " answered " + peach2_err_name(status);
+    card_.report({status, PEACH2_FW_NONE, false, PEACH2_NODE_BASE(node) + cpl, PEACH2_CORE_NONE,
+                  node, PEACH2_CORE_NONE, tag, what.c_str()},
+                 -1);
     uint8_t body[kCplBody] = {};
     store_le(body + offsetof(peach2_rp_cpl, status), status, 4);
     uint8_t tag_le[8];

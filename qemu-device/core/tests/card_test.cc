@@ -112,6 +112,27 @@ TEST_F(CardTest, StoresAndClosingAWriteNeverRunDma) {
     EXPECT_EQ(reg(c(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_DONE);
 }
 
+// Every error also reaches the host as a typed record (QEMU: a trace event
+// per code), with the facts that go with it.
+TEST_F(CardTest, ErrorsReachTheHostTyped) {
+    peach2_core_window_write(c(), PEACH2_NODE_BASE(9) + 0x40, 42, 8);
+    peach2_core_close_write(c());
+    peach2_core_reg_read(c(), 0x3c, 2);
+    ASSERT_EQ(host.errors.size(), 2u);
+    const peach2_core_error& store = host.errors[0].e;
+    EXPECT_EQ(store.code, static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_TRUE(store.counted);
+    EXPECT_EQ(store.addr, PEACH2_NODE_BASE(9) + 0x40);
+    EXPECT_EQ(store.node, 9u);
+    EXPECT_EQ(store.port, PEACH2_CORE_NONE);
+    EXPECT_EQ(store.channel, PEACH2_CORE_NONE);
+    EXPECT_NE(host.errors[0].what.find("node 9"), std::string::npos);
+    const peach2_core_error& reg_access = host.errors[1].e;
+    EXPECT_EQ(reg_access.code, static_cast<uint32_t>(PEACH2_ERR_BAD_REG));
+    EXPECT_EQ(reg_access.addr, 0x3cu);
+    EXPECT_EQ(reg_access.value, 2u);  // the access size
+}
+
 TEST_F(CardTest, StoresNeverCrossA4KiBBoundary) {
     const uint8_t b[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     cpu_store(c(), 0x1ff8, b, 16);

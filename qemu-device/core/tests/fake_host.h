@@ -19,6 +19,11 @@ struct FakeHost {
     std::vector<std::pair<uint64_t, size_t>> writes;  // (addr, len) of every DMA write
     std::vector<unsigned> irqs;
     std::vector<std::string> logs;
+    struct Error {  // a peach2_core_error, kept
+        peach2_core_error e;
+        std::string what;
+    };
+    std::vector<Error> errors;
     int services = 0;  // schedule_service() calls
     int defers = 0;
 
@@ -44,6 +49,9 @@ struct FakeHost {
         h.defer_service = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
         h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
         h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
+        h.error = [](void* o, const peach2_core_error* e) {
+            static_cast<FakeHost*>(o)->errors.push_back({*e, e->what});
+        };
         return h;
     }
 };

@@ -162,6 +162,10 @@ TEST(Routing, RefusedImagesHoldTheLinksDownUntilAGoodOne) {
     auto corrupt = img;
     corrupt[100] ^= 1;
     EXPECT_EQ(f.load(0, corrupt), static_cast<uint32_t>(PEACH2_FW_BAD_CRC));
+    ASSERT_FALSE(f.hosts[0]->errors.empty());
+    EXPECT_EQ(f.hosts[0]->errors.back().e.code, static_cast<uint32_t>(PEACH2_ERR_NONE));
+    EXPECT_EQ(f.hosts[0]->errors.back().e.fw_status, static_cast<uint32_t>(PEACH2_FW_BAD_CRC));
+    EXPECT_FALSE(f.hosts[0]->errors.back().e.counted);
     EXPECT_FALSE(reg(f.core(0), PEACH2_REG_LINK(0)) & PEACH2_LINK_UP);
     EXPECT_FALSE(reg(f.core(0), PEACH2_REG_LINK(1)) & PEACH2_LINK_UP);
     peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(1) + kBufAt, 9, 8);

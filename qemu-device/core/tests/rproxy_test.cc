@@ -103,9 +103,15 @@ TEST_F(ReadProxy, FullRingIsAnsweredByTheCardWithRpFull) {
     EXPECT_EQ(c.status, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
     EXPECT_EQ(c.len, 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 1u);
-    // Flow control, not an error: no error interrupt per refused request.
+    // Flow control, not an error: no error interrupt per refused request,
+    // only a trace record (not counted).
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_FULL), 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_ERR_COUNT), 0u);
+    ASSERT_EQ(hb.errors.size(), 1u);
+    EXPECT_EQ(hb.errors[0].e.code, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
+    EXPECT_FALSE(hb.errors[0].e.counted);
+    EXPECT_EQ(hb.errors[0].e.node, 0u);
+    EXPECT_EQ(hb.errors[0].e.value, 102u);  // the request's tag
     // The tag is written after the body, as its own write.
     ASSERT_GE(ha.writes.size(), 2u);
     EXPECT_EQ(ha.writes.back(), (std::pair<uint64_t, size_t>{0x3040 + 24, 8}));
