@@ -53,8 +53,8 @@ auto guarded(peach2_core* core, F&& f) {
 
 extern "C" {
 
-peach2_core* peach2_core_new(const peach2_core_config* cfg, const peach2_core_host* host,
-                             char* err, size_t errlen) {
+peach2_core* peach2_core_new(const peach2_core_config* cfg, const peach2_core_host* host, char* err,
+                             size_t errlen) {
     const auto fail = [&](const char* msg) -> peach2_core* {
         if (err && errlen)
             std::snprintf(err, errlen, "%s", msg);
@@ -92,7 +92,8 @@ void peach2_core_cardmem_write(peach2_core* core, uint64_t off, uint64_t val, un
     guarded(core, [&] { core->card.cardmem_write(off, val, size); });
 }
 uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size) {
-    return guarded(core, [&] { return core->card.window_read(off, size); }, ~0ull);
+    return guarded(
+        core, [&] { return core->card.window_read(off, size); }, ~0ull);
 }
 unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
     return guarded(core, [&] { return core->card.window_write(off, val, size); });

@@ -120,9 +120,7 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
     if (unit_reg_write(off, val))
         return;
     switch (off) {
-    case PEACH2_REG_SCRATCH:
-        scratch_ = val;
-        return;
+    case PEACH2_REG_SCRATCH: scratch_ = val; return;
     case PEACH2_REG_INT_STATUS:
         int_status_ &= ~val;
         notified_ &= int_status_;
@@ -139,8 +137,8 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
         }
         return;
     default:
-        raise_error(PEACH2_ERR_BAD_REG, off,
-                    "write to read-only or undefined register " + hex(off), {.value = 4});
+        raise_error(PEACH2_ERR_BAD_REG, off, "write to read-only or undefined register " + hex(off),
+                    {.value = 4});
     }
 }
 
@@ -189,11 +187,10 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
     store_le(bytes, val, size);
     for (unsigned done = 0; done < size;) {
         const uint64_t addr = off + done;
-        const unsigned piece = static_cast<unsigned>(
-            std::min<uint64_t>(size - done, kPage - addr % kPage));
+        const unsigned piece =
+            static_cast<unsigned>(std::min<uint64_t>(size - done, kPage - addr % kPage));
         const bool merge = open_ && open_->addr + open_->data.size() == addr &&
-                           open_->data.size() + piece <= PEACH2_WC_MAX &&
-                           addr % kPage != 0;
+                           open_->data.size() + piece <= PEACH2_WC_MAX && addr % kPage != 0;
         if (!merge) {
             close_write();
             open_.emplace();
@@ -230,10 +227,10 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     if (!router_.table_enabled() && node == cfg_.node_id)
         return deliver(type, addr, data, src_node);
     if (node >= cfg_.node_count) {
-        raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
-                    "store to node " + std::to_string(node) + " of " +
-                        std::to_string(cfg_.node_count),
-                    {.node = node});
+        raise_error(
+            PEACH2_ERR_NO_SUCH_NODE, addr,
+            "store to node " + std::to_string(node) + " of " + std::to_string(cfg_.node_count),
+            {.node = node});
         return PEACH2_ERR_NO_SUCH_NODE;
     }
     if (hops >= PEACH2_PKT_HOP_LIMIT) {
@@ -275,13 +272,12 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
     case Region::Host:
         if (!inbound_.admits(d.offset, data.size())) {
             raise_error(PEACH2_ERR_NOT_REGISTERED, addr,
-                        "write to host memory no buffer is registered for",
-                        {.value = data.size()});
+                        "write to host memory no buffer is registered for", {.value = data.size()});
             return PEACH2_ERR_NOT_REGISTERED;
         }
         if (!host_write(d.offset, data.data(), data.size())) {
-            raise_error(PEACH2_ERR_DMA_WRITE, addr, "host memory rejected write at " + hex(d.offset),
-                        {.value = data.size()});
+            raise_error(PEACH2_ERR_DMA_WRITE, addr,
+                        "host memory rejected write at " + hex(d.offset), {.value = data.size()});
             return PEACH2_ERR_DMA_WRITE;
         }
         sat_inc(host_counters_.tx_pkts);
@@ -295,8 +291,7 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
         raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region", {.value = data.size()});
         return PEACH2_ERR_NO_GPU;
     case Region::CardReserved:
-    case Region::Unmapped:
-        break;
+    case Region::Unmapped: break;
     }
     raise_error(PEACH2_ERR_BAD_TARGET, addr, "write to an unmapped slice offset",
                 {.value = data.size()});
@@ -305,8 +300,7 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
 
 // ---- errors and interrupts ----------------------------------------------------
 
-void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what,
-                       ErrorFacts facts) {
+void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what, ErrorFacts facts) {
     sat_inc(err_count_);
     sat_inc(err_by_code_[code]);
     last_err_ = code;
@@ -314,13 +308,11 @@ void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what,
         err_status_ = PEACH2_ERR_VALID | code;
         err_addr_ = addr;
     }
-    log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) +
-                                    ": " + peach2_err_text(code) + " (" + what + ") at " +
-                                    hex(addr));
+    log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) + ": " +
+                                    peach2_err_text(code) + " (" + what + ") at " + hex(addr));
     if (host_.error) {
-        const peach2_core_error e{code,      PEACH2_FW_NONE, true,        addr,
-                                  facts.port, facts.node,    facts.channel, facts.value,
-                                  what.c_str()};
+        const peach2_core_error e{code,       PEACH2_FW_NONE, true,        addr,        facts.port,
+                                  facts.node, facts.channel,  facts.value, what.c_str()};
         host_.error(host_.opaque, &e);
     }
     raise_interrupt(PEACH2_INT_ERROR);

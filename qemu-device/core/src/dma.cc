@@ -34,9 +34,7 @@ peach2_desc decode_desc(const uint8_t* b) {
 // The PEACH2 restrictions (peach2_dma_rules.h, shared with the driver and
 // libtca), checked before a single byte moves, so a bad request writes
 // nothing.
-peach2_err validate(const peach2_desc& d) {
-    return peach2_dma_rule_err(peach2_desc_rule(&d));
-}
+peach2_err validate(const peach2_desc& d) { return peach2_dma_rule_err(peach2_desc_rule(&d)); }
 
 constexpr uint64_t kRegsEnd = PEACH2_REG_DMA_BASE + PEACH2_REG_DMA_STRIDE * PEACH2_DMA_ENGINES;
 
@@ -145,8 +143,7 @@ void DmaEngine::chan_reg_write(unsigned ch, uint32_t r, uint32_t val) {
     case PEACH2_DMA_FLAGS: c.flags = val; return;
     default:
         card_.raise_error(PEACH2_ERR_BAD_REG, PEACH2_REG_DMA(ch, r),
-                          "write to read-only DMA register " + hex(r),
-                          {.channel = ch, .value = 4});
+                          "write to read-only DMA register " + hex(r), {.channel = ch, .value = 4});
     }
 }
 
@@ -292,8 +289,8 @@ bool DmaEngine::step(unsigned ch, uint64_t& budget) {
         finish(ch, PEACH2_ERR_NONE);
         return false;
     }
-    c.cur_loc = (c.cur.flags & PEACH2_DESC_NEXT_HOST) ? (PEACH2_DMA_HEAD_HOST | c.cur.next)
-                                                      : c.cur.next;
+    c.cur_loc =
+        (c.cur.flags & PEACH2_DESC_NEXT_HOST) ? (PEACH2_DMA_HEAD_HOST | c.cur.next) : c.cur.next;
     return true;
 }
 

@@ -32,12 +32,12 @@ struct DmaChannel {
     uint64_t bytes = 0;
     // Run state.
     bool reg_mode = false;
-    bool stalled = false;     // fault injection: no progress until aborted
-    bool have_desc = false;   // `cur` is fetched and validated
+    bool stalled = false;    // fault injection: no progress until aborted
+    bool have_desc = false;  // `cur` is fetched and validated
     peach2_desc cur{};
-    uint64_t cur_loc = 0;     // index, or host address | PEACH2_DMA_HEAD_HOST
-    uint64_t progress = 0;    // bytes of `cur` done
-    uint32_t fetched = 0;     // descriptors fetched in this run
+    uint64_t cur_loc = 0;   // index, or host address | PEACH2_DMA_HEAD_HOST
+    uint64_t progress = 0;  // bytes of `cur` done
+    uint32_t fetched = 0;   // descriptors fetched in this run
     std::vector<bool> visited_card;
     std::unordered_set<uint64_t> visited_host;
     bool busy() const { return status & PEACH2_DMA_ST_BUSY; }

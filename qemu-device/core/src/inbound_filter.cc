@@ -78,7 +78,10 @@ void InboundFilter::command(uint32_t cmd) {
     switch (cmd) {
     case PEACH2_IN_CMD_ADD: r = add(base_, size_); break;
     case PEACH2_IN_CMD_REMOVE: r = remove(base_); break;
-    case PEACH2_IN_CMD_CLEAR: clear(); r = PEACH2_ERR_NONE; break;
+    case PEACH2_IN_CMD_CLEAR:
+        clear();
+        r = PEACH2_ERR_NONE;
+        break;
     default: break;
     }
     result_ = r;

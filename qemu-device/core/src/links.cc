@@ -242,8 +242,7 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
     l.peer_node = hello->node_id;
     l.peer_port = hello->port;
     card_.log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " up: peer node " +
-                                   std::to_string(l.peer_node) + " port " +
-                                   port_name(l.peer_port));
+                                   std::to_string(l.peer_node) + " port " + port_name(l.peer_port));
     card_.raise_interrupt(PEACH2_INT_LINK);
     return true;
 }
@@ -266,10 +265,10 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
         return false;
     }
     if (held_) {
-        card_.raise_error(PEACH2_ERR_LINK_DOWN, hdr.addr,
-                          std::string("port ") + port_name(port) +
-                              ": links held down (no valid firmware)",
-                          {.port = port, .node = hdr.dst_node});
+        card_.raise_error(
+            PEACH2_ERR_LINK_DOWN, hdr.addr,
+            std::string("port ") + port_name(port) + ": links held down (no valid firmware)",
+            {.port = port, .node = hdr.dst_node});
         return true;
     }
     if (hdr.dst_node != PEACH2_ADDR_NODE(hdr.addr)) {

@@ -82,10 +82,10 @@ bool Router::reg_write(uint64_t off, uint32_t val) {
     case PEACH2_REG_FW_LEN: fw_len_ = val; return true;
     case PEACH2_REG_FW_CMD:
         if (val != PEACH2_FW_CMD_LOAD || fw_pending_) {
-            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off,
-                              "firmware command " + std::to_string(val) +
-                                  (fw_pending_ ? " while loading" : ""),
-                              {.value = val});
+            card_.raise_error(
+                PEACH2_ERR_BAD_COMMAND, off,
+                "firmware command " + std::to_string(val) + (fw_pending_ ? " while loading" : ""),
+                {.value = val});
             return true;
         }
         // Like DMA, the image is read in the bottom half, not in this write.
@@ -171,8 +171,8 @@ void Router::load_firmware() {
                 std::min<size_t>(r.image.topology.size(), fw_topology_.size() - 1));
     fw_status_ = PEACH2_FW_OK;
     card_.log(PEACH2_LOG_INFO, "firmware '" + r.image.topology + "' version " +
-                                   std::to_string(fw_version_) + " applied: " +
-                                   std::to_string(fw_entries_) + " routes");
+                                   std::to_string(fw_version_) +
+                                   " applied: " + std::to_string(fw_entries_) + " routes");
     card_.links().hold(false);
 }
 

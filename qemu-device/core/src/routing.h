@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "peach2_core.h"
 #include "peach2/peach2_hw.h"
+#include "peach2_core.h"
 
 namespace peach2 {
 

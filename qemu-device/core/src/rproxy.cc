@@ -16,9 +16,7 @@ constexpr uint64_t kTxReqEnd = PEACH2_REG_RP_TX_REQ + PEACH2_RP_ENTRY_SIZE;
 constexpr uint64_t kDoorbell = PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF;
 constexpr uint64_t kCplBody = offsetof(peach2_rp_cpl, tag);  // bytes before the tag
 
-bool ring_size_ok(uint32_t n) {
-    return n >= 1 && n <= PEACH2_RP_RING_MAX && (n & (n - 1)) == 0;
-}
+bool ring_size_ok(uint32_t n) { return n >= 1 && n <= PEACH2_RP_RING_MAX && (n & (n - 1)) == 0; }
 
 }  // namespace
 
@@ -96,18 +94,17 @@ bool ReadProxy::ring_write(uint64_t off, uint32_t val) {
     case PEACH2_REG_RP_HEAD:
         // HEAD may only move forward, and only over entries the card produced.
         if (!enabled || val - head_ > tail_ - head_) {
-            card_.raise_error(PEACH2_ERR_BAD_COMMAND, off,
-                              "read-proxy HEAD " + std::to_string(val) + " with TAIL " +
-                                  std::to_string(tail_),
-                              {.value = val});
+            card_.raise_error(
+                PEACH2_ERR_BAD_COMMAND, off,
+                "read-proxy HEAD " + std::to_string(val) + " with TAIL " + std::to_string(tail_),
+                {.value = val});
             return true;
         }
         head_ = val;
         if (head_ != tail_)
             card_.raise_interrupt(PEACH2_INT_RP);  // the driver stopped early: call it back
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -119,9 +116,7 @@ bool ReadProxy::reg_write(uint64_t off, uint32_t val) {
     if (ring_write(off, val))
         return true;
     switch (off) {
-    case PEACH2_REG_RP_TX_SEND:
-        send(val);
-        return true;
+    case PEACH2_REG_RP_TX_SEND: send(val); return true;
     case PEACH2_REG_RP_TAIL:
     case PEACH2_REG_RP_TX_RESULT:
     case PEACH2_REG_RP_TX_SENT:
@@ -131,8 +126,7 @@ bool ReadProxy::reg_write(uint64_t off, uint32_t val) {
         card_.raise_error(PEACH2_ERR_BAD_REG, off,
                           "write to read-only read-proxy register " + hex(off), {.value = 4});
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -188,7 +182,8 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
     uint8_t raw[sizeof(req)];
     std::memcpy(raw, &req, sizeof(req));
     if (!card_.host_write(entry, raw, sizeof(raw))) {
-        card_.raise_error(PEACH2_ERR_DMA_WRITE, entry, "host memory rejected a read-proxy ring entry",
+        card_.raise_error(PEACH2_ERR_DMA_WRITE, entry,
+                          "host memory rejected a read-proxy ring entry",
                           {.node = src_node, .value = sizeof(raw)});
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_DMA_WRITE);
         return;
@@ -204,8 +199,8 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
 // request.
 void ReadProxy::answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err status) {
     sat_inc(rx_refused_);
-    const std::string what = std::string("read-proxy request from node ") +
-                             std::to_string(node) + " answered " + peach2_err_name(status);
+    const std::string what = std::string("read-proxy request from node ") + std::to_string(node) +
+                             " answered " + peach2_err_name(status);
     card_.report({status, PEACH2_FW_NONE, false, PEACH2_NODE_BASE(node) + cpl, PEACH2_CORE_NONE,
                   node, PEACH2_CORE_NONE, tag, what.c_str()},
                  -1);

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <span>
 
-#include "peach2_core.h"
 #include "peach2/peach2_hw.h"
+#include "peach2_core.h"
 
 namespace peach2 {
 

@@ -52,10 +52,10 @@ TEST_F(CardTest, ScratchAnd64BitAccess) {
 
 TEST_F(CardTest, BadRegisterAccessIsAnErrorNotACrash) {
     EXPECT_EQ(peach2_core_reg_read(c(), 0xffc, 4), 0u);
-    peach2_core_reg_write(c(), PEACH2_REG_ID, 1, 4);      // read-only
+    peach2_core_reg_write(c(), PEACH2_REG_ID, 1, 4);           // read-only
     peach2_core_reg_write(c(), PEACH2_REG_SCRATCH + 1, 1, 4);  // misaligned
-    peach2_core_reg_read(c(), PEACH2_REG_SCRATCH, 2);     // wrong size
-    peach2_core_reg_read(c(), ~0ull - 3, 4);              // absurd offset
+    peach2_core_reg_read(c(), PEACH2_REG_SCRATCH, 2);          // wrong size
+    peach2_core_reg_read(c(), ~0ull - 3, 4);                   // absurd offset
     EXPECT_EQ(errors(PEACH2_ERR_BAD_REG), 5u);
     EXPECT_EQ(reg(c(), PEACH2_REG_ID), PEACH2_ID_MAGIC);
 }
@@ -179,7 +179,8 @@ TEST_F(CardTest, ErrorStatusLatchesTheFirstErrorUntilCleared) {
     peach2_core_window_write(c(), PEACH2_NODE_BASE(9), 1, 4);
     peach2_core_service(c());
     peach2_core_window_read(c(), 0, 4);
-    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_STATUS) & 0xff, static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_EQ(reg(c(), PEACH2_REG_ERR_STATUS) & 0xff,
+              static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
     EXPECT_EQ(reg(c(), PEACH2_REG_LAST_ERR), static_cast<uint32_t>(PEACH2_ERR_READ_UNSUPPORTED));
     EXPECT_EQ(reg(c(), PEACH2_REG_ERR_COUNT), 2u);
     peach2_core_reg_write(c(), PEACH2_REG_ERR_STATUS, PEACH2_ERR_VALID, 4);
@@ -276,9 +277,9 @@ TEST_F(CardTest, InboundFilterRefusesUnregisteredMemory) {
 }
 
 TEST_F(CardTest, InboundFilterCommandsAreValidated) {
-    EXPECT_NE(allow(c(), 0x100, 0x100), 0u);       // overlaps the SetUp range
-    EXPECT_NE(allow(c(), 4 << 20, 0), 0u);         // empty
-    EXPECT_NE(allow(c(), ~0ull - 10, 100), 0u);    // wraps
+    EXPECT_NE(allow(c(), 0x100, 0x100), 0u);     // overlaps the SetUp range
+    EXPECT_NE(allow(c(), 4 << 20, 0), 0u);       // empty
+    EXPECT_NE(allow(c(), ~0ull - 10, 100), 0u);  // wraps
     EXPECT_EQ(allow(c(), 4 << 20, 4096), 0u);
     EXPECT_EQ(reg(c(), PEACH2_REG_IN_COUNT), 2u);
     peach2_core_reg_write(c(), PEACH2_REG_IN_BASE_LO, 5 << 20, 8);

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "peach2_core.h"
 #include "peach2/peach2_hw.h"
+#include "peach2_core.h"
 
 namespace peach2::test {
 
@@ -48,7 +48,9 @@ struct FakeHost {
         h.schedule_service = [](void* o) { ++static_cast<FakeHost*>(o)->services; };
         h.defer_service = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
         h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
-        h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
+        h.log = [](void* o, int, const char* m) {
+            static_cast<FakeHost*>(o)->logs.emplace_back(m);
+        };
         h.error = [](void* o, const peach2_core_error* e) {
             static_cast<FakeHost*>(o)->errors.push_back({*e, e->what});
         };
@@ -104,7 +106,8 @@ inline size_t carry(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp
     if (!n)
         return 0;
     // A copy: the receiver may queue new bytes on `from` while parsing.
-    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + n);
+    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf),
+                               static_cast<const uint8_t*>(buf) + n);
     peach2_core_link_tx_consume(from, fp, n);
     accepted &= peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
     return n;

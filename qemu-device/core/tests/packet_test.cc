@@ -41,17 +41,40 @@ TEST(Packet, EncodeDecodeRoundTrip) {
 TEST(Packet, HeaderProblems) {
     const auto good = write_hdr(0x1000, 8);
     EXPECT_FALSE(header_problem(good));
-    auto h = good; h.magic = 0; EXPECT_TRUE(header_problem(h));
-    h = good; h.version = 9; EXPECT_TRUE(header_problem(h));
-    h = good; h.flags = 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.reserved = 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.src_node = PEACH2_MAX_NODES; EXPECT_TRUE(header_problem(h));
-    h = good; h.type = 99; EXPECT_TRUE(header_problem(h));
-    h = good; h.len = 0; EXPECT_TRUE(header_problem(h));
-    h = good; h.len = PEACH2_PKT_MAX_PAYLOAD + 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.addr = PEACH2_WINDOW_SIZE - 4; EXPECT_TRUE(header_problem(h));
-    h = good; h.addr = ~0ull; EXPECT_TRUE(header_problem(h));
-    h = good; h.type = PEACH2_PKT_HELLO; h.len = 3; EXPECT_TRUE(header_problem(h));
+    auto h = good;
+    h.magic = 0;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.version = 9;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.flags = 1;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.reserved = 1;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.src_node = PEACH2_MAX_NODES;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.type = 99;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.len = 0;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.len = PEACH2_PKT_MAX_PAYLOAD + 1;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.addr = PEACH2_WINDOW_SIZE - 4;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.addr = ~0ull;
+    EXPECT_TRUE(header_problem(h));
+    h = good;
+    h.type = PEACH2_PKT_HELLO;
+    h.len = 3;
+    EXPECT_TRUE(header_problem(h));
 }
 
 TEST(Packet, ReadProxyRequestsAreExactly64Bytes) {
@@ -59,9 +82,15 @@ TEST(Packet, ReadProxyRequestsAreExactly64Bytes) {
                        sizeof(peach2_rp_req));
     h.type = PEACH2_PKT_RPREQ;
     EXPECT_FALSE(header_problem(h));
-    auto bad = h; bad.len = 63; EXPECT_TRUE(header_problem(bad));
-    bad = h; bad.len = 128; EXPECT_TRUE(header_problem(bad));
-    bad = h; bad.addr = PEACH2_WINDOW_SIZE; EXPECT_TRUE(header_problem(bad));
+    auto bad = h;
+    bad.len = 63;
+    EXPECT_TRUE(header_problem(bad));
+    bad = h;
+    bad.len = 128;
+    EXPECT_TRUE(header_problem(bad));
+    bad = h;
+    bad.addr = PEACH2_WINDOW_SIZE;
+    EXPECT_TRUE(header_problem(bad));
 }
 
 TEST(Packet, HelloRoundTrip) {
@@ -106,7 +135,10 @@ TEST(PacketParser, ReassemblesAcrossArbitrarySplits) {
 TEST(PacketParser, GarbageFailsAndStaysFailedUntilReset) {
     PacketParser parser;
     int calls = 0;
-    const auto sink = [&](const peach2_pkt_hdr&, std::span<const uint8_t>) { ++calls; return true; };
+    const auto sink = [&](const peach2_pkt_hdr&, std::span<const uint8_t>) {
+        ++calls;
+        return true;
+    };
     std::vector<uint8_t> junk(64, 0xab);
     EXPECT_FALSE(parser.feed(junk, sink));
     EXPECT_NE(parser.error().find("magic"), std::string::npos);

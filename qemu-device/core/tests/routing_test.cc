@@ -10,8 +10,8 @@
 namespace peach2::test {
 namespace {
 
-constexpr uint64_t kImageAt = 0x80000;   // where the driver would put the image
-constexpr uint64_t kBufAt = 0x10000;     // a registered buffer on every node
+constexpr uint64_t kImageAt = 0x80000;  // where the driver would put the image
+constexpr uint64_t kBufAt = 0x10000;    // a registered buffer on every node
 
 struct Fabric {
     fw::Topology topo;
@@ -101,7 +101,8 @@ TEST(Routing, FirmwareIsAppliedAndVisible) {
     }
     EXPECT_STREQ(topo, "ring:4");
     // The table is readable register by register, as the tools expect.
-    EXPECT_EQ(peach2_core_reg_read(f.core(2), PEACH2_REG_ROUTE(PEACH2_PORT_N, 0, PEACH2_ROUTE_BASE_LO), 8),
+    EXPECT_EQ(peach2_core_reg_read(f.core(2),
+                                   PEACH2_REG_ROUTE(PEACH2_PORT_N, 0, PEACH2_ROUTE_BASE_LO), 8),
               PEACH2_NODE_BASE(2));
 }
 
@@ -123,7 +124,8 @@ void all_pairs(Fabric& f, int max_hops) {
             std::memcpy(&got, f.hosts[b]->mem.data() + kBufAt + 8 * a, 8);
             ASSERT_EQ(got, value) << a << " -> " << b;
             // One link packet per cable crossed: the cards forwarded it.
-            EXPECT_EQ(f.link_tx_pkts() - before, static_cast<uint64_t>(hops[a][b])) << a << " -> " << b;
+            EXPECT_EQ(f.link_tx_pkts() - before, static_cast<uint64_t>(hops[a][b]))
+                << a << " -> " << b;
             worst = std::max(worst, hops[a][b]);
             ++pairs;
         }
@@ -151,8 +153,10 @@ TEST(Routing, ForwardingCardsCountTheTraffic) {
     peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(2) + kBufAt, 7, 8);
     f.pump();
     // 0 -> 1 -> 2 (tie at distance 2 goes E): node 1 received on W, sent on E.
-    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8), 2u);  // HELLO + data
-    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8), 2u);  // HELLO + data
+    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8),
+              2u);  // HELLO + data
+    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8),
+              2u);  // HELLO + data
     EXPECT_EQ(f.hosts[2]->mem[kBufAt], 7);
 }
 

@@ -199,8 +199,8 @@ TEST_F(ReadProxy, PioStoreToTheDoorbellIsRefused) {
 
 TEST_F(ReadProxy, UnanswerableRequestIsDroppedAndCounted) {
     ring_setup(b.get(), 4);
-    send(a.get(), request(1, 0x3008), 1);             // completion not 32-byte aligned
-    send(a.get(), request(2, PEACH2_HOST_SIZE), 1);   // completion outside host memory
+    send(a.get(), request(1, 0x3008), 1);            // completion not 32-byte aligned
+    send(a.get(), request(2, PEACH2_HOST_SIZE), 1);  // completion outside host memory
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_DROPPED), 2u);
@@ -219,7 +219,8 @@ TEST_F(ReadProxy, RequestToItselfLoopsBackIntoItsOwnRing) {
 
 TEST_F(ReadProxy, SendToMissingNodeOrDownLinkReportsWhy) {
     send(a.get(), request(1, 0x3000), 7);
-    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT),
+              static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
     peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
     send(a.get(), request(2, 0x3000), 1);
     EXPECT_NE(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
@@ -235,7 +236,8 @@ TEST_F(ReadProxy, ProxyChannelSendsRepliesAndHasItsOwnVector) {
     peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
                           PEACH2_NODE_BASE(0) + 0x20000, 8);
     peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 256, 4);
-    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG,
+                          4);
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_DONE);
     EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_DMA(ch)), 1u);
@@ -271,7 +273,8 @@ TEST_F(ReadProxy, InjectedStallHoldsTheProxyChannelUntilAborted) {
         peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
                               PEACH2_NODE_BASE(0) + 0x20000, 8);
         peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 64, 4);
-        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL),
+                              PEACH2_DMA_CTRL_START_REG, 4);
     };
     hb.mem[0x10000] = 0x5a;
     peach2_core_reg_write(b.get(), PEACH2_REG_FAULT_PROXY_STALL, 1, 4);
