@@ -207,32 +207,20 @@ static void peach2_error(void *opaque, const peach2_core_error *e)
     case PEACH2_ERR_BAD_COMMAND:
         trace_peach2_err_bad_command(n, e->addr, e->value);
         break;
-    case PEACH2_ERR_DMA_ALIGN:
-        trace_peach2_err_dma_align(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_ZERO_LEN:
-        trace_peach2_err_dma_zero_len(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_LOOP:
-        trace_peach2_err_dma_loop(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_CHAIN_LONG:
-        trace_peach2_err_dma_chain_long(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_BAD_INDEX:
-        trace_peach2_err_dma_bad_index(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_BAD_DESC:
-        trace_peach2_err_dma_bad_desc(n, e->channel, e->addr, e->value);
-        break;
-    case PEACH2_ERR_DMA_READ:
-        trace_peach2_err_dma_read(n, e->channel, e->addr, e->value);
-        break;
     case PEACH2_ERR_DMA_BUSY:
         trace_peach2_err_dma_busy(n, e->channel, e->addr);
         break;
+    case PEACH2_ERR_DMA_ALIGN:
+    case PEACH2_ERR_DMA_ZERO_LEN:
+    case PEACH2_ERR_DMA_LOOP:
+    case PEACH2_ERR_DMA_CHAIN_LONG:
+    case PEACH2_ERR_DMA_BAD_INDEX:
+    case PEACH2_ERR_DMA_BAD_DESC:
+    case PEACH2_ERR_DMA_READ:
     case PEACH2_ERR_DMA_ABORTED:
-        trace_peach2_err_dma_aborted(n, e->channel, e->addr, e->value);
+        /* A run stopped: the code is in the channel's STATUS too. */
+        trace_peach2_err_dma_stopped(n, e->channel, peach2_err_name(e->code),
+                                     e->addr, e->value);
         break;
     case PEACH2_ERR_RP_BAD_PACKET:
         trace_peach2_err_rp_bad_packet(n, e->addr, e->node, e->value);

@@ -22,9 +22,9 @@ Card::Card(const peach2_core_config& cfg, const peach2_core_host& host)
       host_(host),
       cardmem_(PEACH2_CARDMEM_SIZE, 0),
       links_(*this, cfg),
-      router_(*this, cfg),
+      router_(*this),
       dma_(*this),
-      rproxy_(*this, cfg),
+      rproxy_(*this),
       inbound_(*this) {}
 
 // Guest reset: the card's own state starts over; links are cables and keep

@@ -52,29 +52,36 @@ bool DmaEngine::busy() const {
 
 // ---- registers -------------------------------------------------------------------
 
-bool DmaEngine::reg_read(uint64_t off, uint32_t& v) const {
-    if (off == PEACH2_REG_FAULT_PROXY_STALL) {
-        v = fault_proxy_stall_;
-        return true;
-    }
+// A channel register: which channel, which register.
+bool DmaEngine::chan_reg(uint64_t off, unsigned& ch, uint32_t& r) {
     if (off < PEACH2_REG_DMA_BASE || off >= kRegsEnd)
         return false;
-    const uint64_t rel = off - PEACH2_REG_DMA_BASE;
-    v = chan_reg_read(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
-                      static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE));
+    ch = static_cast<unsigned>((off - PEACH2_REG_DMA_BASE) / PEACH2_REG_DMA_STRIDE);
+    r = static_cast<uint32_t>((off - PEACH2_REG_DMA_BASE) % PEACH2_REG_DMA_STRIDE);
+    return true;
+}
+
+bool DmaEngine::reg_read(uint64_t off, uint32_t& v) const {
+    unsigned ch = 0;
+    uint32_t r = 0;
+    if (off == PEACH2_REG_FAULT_PROXY_STALL)
+        v = fault_proxy_stall_;
+    else if (chan_reg(off, ch, r))
+        v = chan_reg_read(ch, r);
+    else
+        return false;
     return true;
 }
 
 bool DmaEngine::reg_write(uint64_t off, uint32_t v) {
-    if (off == PEACH2_REG_FAULT_PROXY_STALL) {
+    unsigned ch = 0;
+    uint32_t r = 0;
+    if (off == PEACH2_REG_FAULT_PROXY_STALL)
         fault_proxy_stall_ = v;
-        return true;
-    }
-    if (off < PEACH2_REG_DMA_BASE || off >= kRegsEnd)
+    else if (chan_reg(off, ch, r))
+        chan_reg_write(ch, r, v);
+    else
         return false;
-    const uint64_t rel = off - PEACH2_REG_DMA_BASE;
-    chan_reg_write(static_cast<unsigned>(rel / PEACH2_REG_DMA_STRIDE),
-                   static_cast<uint32_t>(rel % PEACH2_REG_DMA_STRIDE), v);
     return true;
 }
 

@@ -47,15 +47,18 @@ class DmaEngine {
 public:
     explicit DmaEngine(Card& card) : card_(card) {}
 
-    void reset();
-    // The channels' registers and FAULT_PROXY_STALL.
-    bool reg_read(uint64_t off, uint32_t& v) const;
-    bool reg_write(uint64_t off, uint32_t v);
     // The bottom half: a bounded slice of every busy channel's work.
     void service();
     bool busy() const;
 
+    // Reset stops every channel without completing it. Registers: the
+    // channels' (PEACH2_REG_DMA) and FAULT_PROXY_STALL.
+    void reset();
+    bool reg_read(uint64_t off, uint32_t& v) const;
+    bool reg_write(uint64_t off, uint32_t v);
+
 private:
+    static bool chan_reg(uint64_t off, unsigned& ch, uint32_t& r);
     uint32_t chan_reg_read(unsigned ch, uint32_t r) const;
     void chan_reg_write(unsigned ch, uint32_t r, uint32_t val);
     void start(unsigned ch, bool reg_mode);

@@ -17,9 +17,6 @@ class InboundFilter {
 public:
     explicit InboundFilter(Card& card) : card_(card) {}
 
-    void reset();
-    bool reg_read(uint64_t off, uint32_t& v) const;
-    bool reg_write(uint64_t off, uint32_t v);
     // May a write of `len` bytes at host bus address `addr` land? (Always,
     // while the filter is disabled.)
     bool admits(uint64_t addr, uint64_t len) const;
@@ -32,6 +29,11 @@ public:
     size_t size() const { return ranges_.size(); }
     // True if [addr, addr+len) lies inside one registered range.
     bool contains(uint64_t addr, uint64_t len) const;
+
+    // Reset: enabled and empty. Registers: IN_CTRL ... IN_RESULT.
+    void reset();
+    bool reg_read(uint64_t off, uint32_t& v) const;
+    bool reg_write(uint64_t off, uint32_t v);
 
 private:
     void command(uint32_t cmd);

@@ -33,7 +33,6 @@ uint32_t PortCounters::reg(uint64_t rel) const {
 
 Links::Links(Card& card, const peach2_core_config& cfg)
     : card_(card),
-      cfg_(cfg),
       links_{Link(tx_limit(cfg)), Link(tx_limit(cfg)), Link(tx_limit(cfg)), Link(tx_limit(cfg))} {}
 
 void Links::reset() {
@@ -96,12 +95,12 @@ peach2_err Links::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_
 }
 
 void Links::send_hello(unsigned port) {
-    peach2_hello hello{cfg_.node_id, cfg_.node_count, port,
+    peach2_hello hello{card_.cfg().node_id, card_.cfg().node_count, port,
                        PEACH2_VERSION_MAJOR << 16 | PEACH2_VERSION_MINOR};
     peach2_pkt_hdr hdr{};
     hdr.type = PEACH2_PKT_HELLO;
-    hdr.src_node = static_cast<uint16_t>(cfg_.node_id);
-    hdr.dst_node = static_cast<uint16_t>(cfg_.node_id);
+    hdr.src_node = static_cast<uint16_t>(card_.cfg().node_id);
+    hdr.dst_node = static_cast<uint16_t>(card_.cfg().node_id);
     send(port, hdr, encode_hello(hello));
 }
 
@@ -226,15 +225,15 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
         l.rx.fail("malformed HELLO");
         return false;
     }
-    if (hello->node_id == cfg_.node_id || hello->node_count != cfg_.node_count ||
+    if (hello->node_id == card_.cfg().node_id || hello->node_count != card_.cfg().node_count ||
         (hello->version >> 16) != PEACH2_VERSION_MAJOR) {
         // A miscabled or misconfigured cluster: keep the link down and say why.
         card_.raise_error(PEACH2_ERR_BAD_PACKET, 0,
                           std::string("port ") + port_name(port) + ": peer node " +
                               std::to_string(hello->node_id) + " of " +
                               std::to_string(hello->node_count) + " does not fit node " +
-                              std::to_string(cfg_.node_id) + " of " +
-                              std::to_string(cfg_.node_count),
+                              std::to_string(card_.cfg().node_id) + " of " +
+                              std::to_string(card_.cfg().node_count),
                           {.port = port, .node = hello->node_id});
         return true;
     }

@@ -84,7 +84,6 @@ private:
     uint32_t link_reg(unsigned port) const;
 
     Card& card_;
-    const peach2_core_config cfg_;
     bool held_ = false;
     std::array<Link, PEACH2_NR_PORTS> links_;  // index by port; N unused
 };

@@ -148,7 +148,7 @@ void Router::load_firmware() {
             r.status = PEACH2_FW_READ_FAILED;
             r.why = "cannot read " + std::to_string(fw_len_) + " bytes at " + hex(fw_addr_);
         } else {
-            r = fw::parse_for_node(image, cfg_.node_id, cfg_.node_count);
+            r = fw::parse_for_node(image, card_.cfg().node_id, card_.cfg().node_count);
         }
     }
     if (r.status != PEACH2_FW_OK) {
@@ -159,7 +159,7 @@ void Router::load_firmware() {
         port.fill(RouteEntry{});
     fw_entries_ = 0;
     for (const auto& e : r.image.entries) {
-        if (e.node != cfg_.node_id)
+        if (e.node != card_.cfg().node_id)
             continue;
         routes_[e.port][e.index] = RouteEntry{e.mask, e.base, e.limit, e.flags};
         ++fw_entries_;

@@ -19,13 +19,7 @@ class Card;
 
 class Router {
 public:
-    Router(Card& card, const peach2_core_config& cfg) : card_(card), cfg_(cfg) {}
-
-    void reset();
-    bool reg_read(uint64_t off, uint32_t& v) const;
-    bool reg_write(uint64_t off, uint32_t v);
-    // The bottom half: load a firmware image handed over by FW_CMD.
-    void service();
+    explicit Router(Card& card) : card_(card) {}
 
     // True while the table routes (a firmware image applied, or ROUTE_CTRL
     // written); otherwise only direct neighbours are reachable.
@@ -33,6 +27,14 @@ public:
     // The port a packet for `addr` leaves by: PEACH2_PORT_N means "deliver
     // here". nullopt: none usable, `why` says LINK_DOWN or NO_ROUTE.
     std::optional<unsigned> port_for(uint64_t addr, peach2_err& why) const;
+    // The bottom half: load a firmware image handed over by FW_CMD.
+    void service();
+
+    // Reset: no table, no image (default routing). Registers: ROUTE_CTRL,
+    // the route entries, FW_*.
+    void reset();
+    bool reg_read(uint64_t off, uint32_t& v) const;
+    bool reg_write(uint64_t off, uint32_t v);
 
 private:
     struct RouteEntry {
@@ -44,7 +46,6 @@ private:
     void refuse_firmware(peach2_fw_status status, const std::string& why);
 
     Card& card_;
-    const peach2_core_config cfg_;
     uint32_t ctrl_ = 0;
     std::array<std::array<RouteEntry, PEACH2_ROUTE_ENTRIES>, PEACH2_NR_PORTS> routes_{};
     uint64_t fw_addr_ = 0;

@@ -133,15 +133,15 @@ bool ReadProxy::reg_write(uint64_t off, uint32_t val) {
 // The request engine: one RPREQ to the target's doorbell, routed like a write.
 void ReadProxy::send(uint32_t node) {
     const uint64_t addr = PEACH2_NODE_BASE(std::min<uint32_t>(node, PEACH2_MAX_NODES)) + kDoorbell;
-    if (node >= cfg_.node_count) {
+    if (node >= card_.cfg().node_count) {
         card_.raise_error(PEACH2_ERR_NO_SUCH_NODE, addr,
                           "read-proxy request to node " + std::to_string(node) + " of " +
-                              std::to_string(cfg_.node_count),
+                              std::to_string(card_.cfg().node_count),
                           {.node = node});
         tx_result_ = PEACH2_ERR_NO_SUCH_NODE;
         return;
     }
-    tx_result_ = card_.route_packet(PEACH2_PKT_RPREQ, addr, tx_req_, 0, cfg_.node_id);
+    tx_result_ = card_.route_packet(PEACH2_PKT_RPREQ, addr, tx_req_, 0, card_.cfg().node_id);
     if (tx_result_ == PEACH2_ERR_NONE)
         sat_inc(tx_sent_);
 }
@@ -161,7 +161,7 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
     // Where the answer goes is all the card needs to trust; the driver checks
     // the rest.
     if (req.cpl % 32 || req.cpl >= PEACH2_HOST_SIZE || PEACH2_HOST_SIZE - req.cpl < 32 ||
-        src_node >= cfg_.node_count) {
+        src_node >= card_.cfg().node_count) {
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
                           "read-proxy request from node " + std::to_string(src_node) +

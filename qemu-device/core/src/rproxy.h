@@ -18,13 +18,15 @@ class Card;
 
 class ReadProxy {
 public:
-    ReadProxy(Card& card, const peach2_core_config& cfg) : card_(card), cfg_(cfg) {}
+    explicit ReadProxy(Card& card) : card_(card) {}
 
+    // An RPREQ packet for this node (its address: the doorbell, it says).
+    void receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload);
+
+    // Reset: ring off, counters 0. Registers: RP_* (0x700 ...).
     void reset();
     bool reg_read(uint64_t off, uint32_t& v) const;
     bool reg_write(uint64_t off, uint32_t v);
-    // An RPREQ packet for this node (its address: the doorbell, it says).
-    void receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload);
 
 private:
     bool ring_write(uint64_t off, uint32_t val);
@@ -32,7 +34,6 @@ private:
     void answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err status);
 
     Card& card_;
-    const peach2_core_config cfg_;
     uint32_t ctrl_ = 0;
     uint32_t size_ = 0;
     uint64_t base_ = 0;

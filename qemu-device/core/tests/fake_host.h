@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "packet.h"
 #include "peach2/peach2_hw.h"
 #include "peach2_core.h"
 
@@ -111,6 +112,38 @@ inline size_t carry(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp
     peach2_core_link_tx_consume(from, fp, n);
     accepted &= peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
     return n;
+}
+
+// A link packet's header as a peer card sends it (node `src` to `dst`).
+inline peach2_pkt_hdr pkt_hdr(uint8_t type, uint16_t src, uint16_t dst, uint32_t len, uint64_t addr,
+                              uint32_t seq) {
+    return {.magic = PEACH2_PKT_MAGIC,
+            .version = PEACH2_PKT_VERSION,
+            .type = type,
+            .hops = 0,
+            .flags = 0,
+            .src_node = src,
+            .dst_node = dst,
+            .len = len,
+            .addr = addr,
+            .seq = seq,
+            .reserved = 0};
+}
+
+// Append the packet `hdr` + `payload` to a stream.
+inline void add_packet(std::vector<uint8_t>& stream, const peach2_pkt_hdr& hdr,
+                       std::span<const uint8_t> payload) {
+    encode_packet(hdr, payload, stream);
+}
+
+// A stream's start as node `node` (of 2) sends it from its port E: HELLO.
+inline std::vector<uint8_t> hello_from(uint32_t node) {
+    std::vector<uint8_t> stream;
+    add_packet(stream,
+               pkt_hdr(PEACH2_PKT_HELLO, static_cast<uint16_t>(node), static_cast<uint16_t>(node),
+                       sizeof(peach2_hello), 0, 0),
+               encode_hello({node, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}));
+    return stream;
 }
 
 }  // namespace peach2::test

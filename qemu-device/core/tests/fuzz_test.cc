@@ -76,24 +76,13 @@ TEST(Fuzz, MalformedLinkStreamsAreRefusedNeverApplied) {
         peach2_core_link_attach(c.get(), PEACH2_PORT_W);
         peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
         // A proper HELLO from node 0, then packets with one random field broken.
-        std::vector<uint8_t> stream;
-        peach2_pkt_hdr h{
-            PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_HELLO, 0, 0, 0, 0, 16, 0, 0, 0};
-        encode_packet(h, encode_hello({0, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}), stream);
+        std::vector<uint8_t> stream = hello_from(0);
         std::vector<uint8_t> payload(1 + r.below(PEACH2_PKT_MAX_PAYLOAD), 0xee);
-        peach2_pkt_hdr w{PEACH2_PKT_MAGIC,
-                         PEACH2_PKT_VERSION,
-                         PEACH2_PKT_WRITE,
-                         0,
-                         0,
-                         0,
-                         1,
-                         static_cast<uint32_t>(payload.size()),
-                         PEACH2_NODE_BASE(1) + 0x1000,
-                         1,
-                         0};
         std::vector<uint8_t> bad;
-        encode_packet(w, payload, bad);
+        add_packet(bad,
+                   pkt_hdr(PEACH2_PKT_WRITE, 0, 1, static_cast<uint32_t>(payload.size()),
+                           PEACH2_NODE_BASE(1) + 0x1000, 1),
+                   payload);
         const size_t at = r.below(kHeaderSize);
         bad[at] ^= static_cast<uint8_t>(1 + r.below(255));
         stream.insert(stream.end(), bad.begin(), bad.end());
@@ -132,10 +121,7 @@ TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
         peach2_core_reg_write(c.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
         peach2_core_link_attach(c.get(), PEACH2_PORT_W);
         peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
-        std::vector<uint8_t> stream;
-        peach2_pkt_hdr h{
-            PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_HELLO, 0, 0, 0, 0, 16, 0, 0, 0};
-        encode_packet(h, encode_hello({0, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}), stream);
+        std::vector<uint8_t> stream = hello_from(0);
         const unsigned n = 1 + static_cast<unsigned>(r.below(40));
         for (unsigned i = 0; i < n; ++i) {
             std::vector<uint8_t> payload(sizeof(peach2_rp_req));
@@ -148,18 +134,10 @@ TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
             const uint64_t addr =
                 r.below(8) ? PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF
                            : PEACH2_NODE_BASE(1) + r.below(PEACH2_SLICE_SIZE);
-            peach2_pkt_hdr w{PEACH2_PKT_MAGIC,
-                             PEACH2_PKT_VERSION,
-                             PEACH2_PKT_RPREQ,
-                             0,
-                             0,
-                             0,
-                             1,
-                             static_cast<uint32_t>(payload.size()),
-                             addr,
-                             1 + i,
-                             0};
-            encode_packet(w, payload, stream);
+            add_packet(
+                stream,
+                pkt_hdr(PEACH2_PKT_RPREQ, 0, 1, static_cast<uint32_t>(payload.size()), addr, 1 + i),
+                payload);
         }
         for (size_t pos = 0; pos < stream.size();) {
             const size_t len = std::min<size_t>(1 + r.below(300), stream.size() - pos);

@@ -250,17 +250,10 @@ TEST_F(ReadProxy, NeighbourCannotClaimAnotherSourceNode) {
     // hops 0 the source must be the neighbour itself, so the stream is dropped.
     ring_setup(b.get(), 4);
     peach2_rp_req r = request(1, 0x3000);
-    peach2_pkt_hdr h{};
-    h.type = PEACH2_PKT_RPREQ;
-    h.src_node = 5;
-    h.dst_node = 1;
-    h.len = sizeof(r);
-    h.addr = PEACH2_NODE_BASE(1) + kDoorbell;
-    h.magic = PEACH2_PKT_MAGIC;
-    h.version = PEACH2_PKT_VERSION;
-    h.seq = 1;  // after node 0's HELLO
-    std::vector<uint8_t> bytes;
-    encode_packet(h, {reinterpret_cast<const uint8_t*>(&r), sizeof(r)}, bytes);
+    std::vector<uint8_t> bytes;  // sequence 1: after node 0's HELLO
+    add_packet(bytes,
+               pkt_hdr(PEACH2_PKT_RPREQ, 5, 1, sizeof(r), PEACH2_NODE_BASE(1) + kDoorbell, 1),
+               {reinterpret_cast<const uint8_t*>(&r), sizeof(r)});
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);

@@ -84,20 +84,9 @@ TEST_F(TwoCards, GarbageOnTheLinkIsReportedAndTheLinkRecovers) {
 
 TEST_F(TwoCards, ForgedWritesAreRejected) {
     // A well-formed WRITE with the wrong sequence number.
-    peach2_pkt_hdr h{PEACH2_PKT_MAGIC,
-                     PEACH2_PKT_VERSION,
-                     PEACH2_PKT_WRITE,
-                     0,
-                     0,
-                     0,
-                     1,
-                     4,
-                     PEACH2_NODE_BASE(1) + 0x20,
-                     999,
-                     0};
     const uint8_t payload[4] = {9, 9, 9, 9};
     std::vector<uint8_t> bytes;
-    encode_packet(h, payload, bytes);
+    add_packet(bytes, pkt_hdr(PEACH2_PKT_WRITE, 0, 1, 4, PEACH2_NODE_BASE(1) + 0x20, 999), payload);
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(hb.mem[0x20], 0);
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
@@ -106,20 +95,9 @@ TEST_F(TwoCards, ForgedWritesAreRejected) {
 TEST_F(TwoCards, WriteBeforeHelloIsRejected) {
     peach2_core_link_connected(b.get(), PEACH2_PORT_W, false);
     peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);  // fresh stream, no HELLO yet
-    peach2_pkt_hdr h{PEACH2_PKT_MAGIC,
-                     PEACH2_PKT_VERSION,
-                     PEACH2_PKT_WRITE,
-                     0,
-                     0,
-                     0,
-                     1,
-                     4,
-                     PEACH2_NODE_BASE(1) + 0x20,
-                     0,
-                     0};
     const uint8_t payload[4] = {9, 9, 9, 9};
     std::vector<uint8_t> bytes;
-    encode_packet(h, payload, bytes);
+    add_packet(bytes, pkt_hdr(PEACH2_PKT_WRITE, 0, 1, 4, PEACH2_NODE_BASE(1) + 0x20, 0), payload);
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(hb.mem[0x20], 0);
 }
