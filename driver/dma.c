@@ -147,22 +147,16 @@ static enum peach2_dma_rule peach2_xfer_check(struct peach2_file *ctx,
 	struct peach2_dev *p2 = ctx->p2;
 	bool imm = x->flags & PEACH2_XFER_IMM;
 	struct peach2_buf *src = NULL, *dst = NULL;
-	u64 sspan = x->len, dspan = x->len, span, node, off;
+	u64 sspan, dspan, node, off;
 	enum peach2_dma_rule rule;
 
 	*srcp = NULL;
 	*dstp = NULL;
 	rule = peach2_xfer_rule(x);
+	if (!rule)
+		rule = peach2_xfer_spans(x, &sspan, &dspan);
 	if (rule)
 		return rule;
-	if (x->burst) {
-		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
-			return PEACH2_DMA_RULE_TOO_LONG;
-		if (x->flags & PEACH2_XFER_STRIDE_SRC)
-			sspan = span;
-		if (x->flags & PEACH2_XFER_STRIDE_DST)
-			dspan = span;
-	}
 
 	if (!imm) {
 		src = peach2_buf_lookup(ctx, x->src_handle);
