@@ -245,9 +245,11 @@ static gboolean peach2_port_writable(void *do_not_use, GIOCondition cond,
     return G_SOURCE_REMOVE;
 }
 
-/* Send what the core has queued without ever blocking: a peer that does
+/*
+ * Send what the core has queued without ever blocking: a peer that does
  * not read must not stall this VM (and two VMs blocking on each other
- * would deadlock). Leftovers wait for the chardev to become writable. */
+ * would deadlock). Leftovers wait for the chardev to become writable.
+ */
 static void peach2_port_drain(Peach2Port *p)
 {
     peach2_core *core = p->dev->core;
@@ -440,7 +442,8 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
 
 /* The core checks sizes and alignment itself and reports bad ones. */
 #define PEACH2_ANY_ACCESS \
-    .valid = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }, \
+    .valid = { .min_access_size = 1, .max_access_size = 8, \
+               .unaligned = true }, \
     .impl = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }
 
 static const MemoryRegionOps peach2_regs_ops = {
