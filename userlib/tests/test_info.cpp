@@ -296,7 +296,7 @@ TEST(InfoReport, TextShowsTheCardAndItsCables) {
           "node 1 of 4, hw 1.1, firmware loaded (ring:4, version 1, 8 routes)",
           "up, node 2 port W", "up, node 0 port E", "errors: 3 (last LINK_DOWN): NO_SUCH_NODE 2, "
           "LINK_DOWN 1", "DMA: 2 of 4 channels idle; ch1 busy (queued 2, errors 0), ch3 wedged",
-          "descriptor RAM 3 of 1024 used",
+          "ch3 wedged (queued 0, errors 1); descriptor RAM 3 of 1024 used",
           "read proxy: served 4 reads, 1 CAS, 2 FAA; 1 refused; 1 exports",
           "PCI: root complex integrated endpoint (no link)",
           "BAR4 0x800000000 [64G] mem64 prefetchable", "MSI-X: 8 vectors, enabled"})

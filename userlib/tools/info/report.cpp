@@ -149,8 +149,8 @@ void state_lines(const CardState& s, bool verbose, std::string& o) {
         o += "  DMA:";
     }
     if (s.desc_used && s.desc_free)
-        o += fmt(" descriptor RAM %" PRIu64 " of %" PRIu64 " used", *s.desc_used,
-                 *s.desc_used + *s.desc_free);
+        o += fmt("%s descriptor RAM %" PRIu64 " of %" PRIu64 " used", verbose ? "" : ";",
+                 *s.desc_used, *s.desc_used + *s.desc_free);
     o += "\n";
     if (verbose) {
         o += "  read proxy:";
