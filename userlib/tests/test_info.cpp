@@ -3,13 +3,17 @@
 // (a fake tree in a temp dir, with the texts driver/sysfs.c prints), the PCI
 // helpers, the text and JSON formatters and the exit statuses.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -381,4 +385,135 @@ TEST(InfoReport, NoCardAndNoDriverSayWhatToDo) {
     EXPECT_EQ("no-driver", ju["status"]);
     EXPECT_TRUE(ju["cards"][0]["driver"].is_null());
     EXPECT_TRUE(ju["cards"][0]["pci"]["driver"].is_null());
+}
+
+// ---- the program end to end, libpci included, on a fake sysfs tree ----------
+// libpci reads <root>/bus/pci/devices/<addr>/{config,resource,vendor,...}
+// (its sysfs.path), peach2-info the driver's directory under the device.
+namespace {
+
+struct FakeSys : TempDir {
+    static constexpr const char* kDev = "bus/pci/devices/0000:00:01.0";
+    FakeSys() {
+        std::string cfg(256, '\0');
+        auto put16 = [&](std::size_t at, unsigned v) {
+            cfg[at] = static_cast<char>(v & 0xff);
+            cfg[at + 1] = static_cast<char>(v >> 8);
+        };
+        put16(0x00, PEACH2_PCI_VENDOR_ID);
+        put16(0x02, PEACH2_PCI_DEVICE_ID);
+        put16(0x06, 0x0010);                // status: capability list
+        cfg[0x08] = PEACH2_PCI_REVISION;
+        put16(0x0a, PEACH2_PCI_CLASS);
+        put16(0x2c, 0x1af4);
+        put16(0x2e, 0x1100);
+        cfg[0x34] = 0x40;
+        cfg[0x40] = 0x10;                   // PCI Express, next at 0x70
+        cfg[0x41] = 0x70;
+        put16(0x42, 0x0002);                // version 2, type 0: endpoint (has a link)
+        put16(0x4c, 0x0083);                // LNKCAP: 8GT/s x8
+        put16(0x52, 0x0041);                // LNKSTA: 2.5GT/s x4
+        cfg[0x70] = 0x11;                   // MSI-X, last
+        put16(0x72, 0x8000 | (PEACH2_MSIX_VECTORS - 1));
+        write(std::string(kDev) + "/config", cfg);
+        write(std::string(kDev) + "/vendor", "0x1234\n");
+        write(std::string(kDev) + "/device", "0x7ca2\n");
+        write(std::string(kDev) + "/class", "0x028000\n");
+        write(std::string(kDev) + "/irq", "21\n");
+        write(std::string(kDev) + "/resource",
+              "0x00000000febf0000 0x00000000febf3fff 0x0000000000040200\n"
+              "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+              "0x00000000febe0000 0x00000000febeffff 0x0000000000040200\n"
+              "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+              "0x0000000800000000 0x0000000fffffffff 0x000000000014220c\n"
+              "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+              "0x0000000000000000 0x0000000000000000 0x0000000000000000\n");
+        fs::create_directories(path / "bus/pci/drivers/peach2");
+        fs::create_directories(path / "module/peach2");
+        fs::create_directory_symlink("../../drivers/peach2", path / kDev / "driver");
+        write_card(*this, std::string(kDev) + "/peach2/peach2-0");
+    }
+    // (exit status, stdout) of peach2-info with `args` on this tree.
+    std::pair<int, std::string> run(const std::string& args) const {
+        const std::string cmd = std::string(PEACH2_INFO_BIN) + " --sysfs " + path.string() +
+                                " " + args + " 2>" + (path / "stderr").string();
+        std::FILE* p = popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[4096];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
+            out.append(buf, n);
+        const int st = pclose(p);
+        return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+    }
+    std::string err() const {
+        std::ifstream f(path / "stderr");
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    }
+};
+
+}  // namespace
+
+TEST(InfoProgram, ReadsTheFakeTreeThroughLibpci) {
+    FakeSys t;
+    auto [rc, out] = t.run("--json");
+    ASSERT_EQ(kExitOk, rc) << out << t.err();
+    const auto j = nlohmann::json::parse(out);
+    const auto& pci = j["cards"][0]["pci"];
+    EXPECT_EQ("0000:00:01.0", pci["address"]);
+    EXPECT_EQ("0280", pci["class"]);
+    EXPECT_EQ("1af4", pci["subsystem_vendor"]);
+    EXPECT_EQ("endpoint", pci["pcie_type"]);
+    EXPECT_EQ("2.5GT/s", pci["link"]["speed"]);
+    EXPECT_EQ(4, pci["link"]["width"]);
+    EXPECT_EQ("8GT/s", pci["link"]["max_speed"]);
+    EXPECT_EQ(8, pci["link"]["max_width"]);
+    EXPECT_EQ(PEACH2_MSIX_VECTORS, pci["msix"]["vectors"].get<unsigned>());
+    EXPECT_EQ(true, pci["msix"]["enabled"]);
+    ASSERT_EQ(3u, pci["bars"].size());
+    EXPECT_EQ(0xfebf0000u, pci["bars"][0]["base"].get<std::uint64_t>());
+    EXPECT_EQ(PEACH2_REGS_SIZE, pci["bars"][0]["size"].get<std::uint64_t>());
+    EXPECT_EQ("mem64", pci["bars"][2]["type"]);
+    EXPECT_EQ(true, pci["bars"][2]["prefetchable"]);
+    EXPECT_EQ(32ull << 30, pci["bars"][2]["size"].get<std::uint64_t>());
+    EXPECT_EQ("peach2", pci["driver"]);
+    EXPECT_EQ(1, j["cards"][0]["driver"]["node_id"]);
+    EXPECT_EQ("", t.err());
+    std::tie(rc, out) = t.run("");
+    EXPECT_EQ(kExitOk, rc);
+    EXPECT_NE(std::string::npos, out.find("PCI: endpoint, link 2.5GT/s x4 (max 8GT/s x8)")) << out;
+}
+
+TEST(InfoProgram, ExitStatusesAndMessages) {
+    FakeSys t;
+    fs::remove(t.path / FakeSys::kDev / "driver");
+    auto [rc, out] = t.run("");
+    EXPECT_EQ(kExitNoDriver, rc) << out;
+    EXPECT_NE(std::string::npos,
+              t.err().find("peach2-info: the peach2 driver is loaded but not bound to "
+                           "0000:00:01.0: PCI view only"))
+        << t.err();
+    EXPECT_NE(std::string::npos, out.find("driver state: unavailable (PCI view only)")) << out;
+    fs::remove_all(t.path / "module/peach2");
+    std::tie(rc, out) = t.run("--json");
+    EXPECT_EQ(kExitNoDriver, rc);
+    EXPECT_EQ("no-driver", nlohmann::json::parse(out)["status"]);
+    EXPECT_NE(std::string::npos, t.err().find("driver is not loaded")) << t.err();
+
+    t.write(std::string(FakeSys::kDev) + "/vendor", "0x8086\n");
+    std::string cfg(256, '\0');
+    cfg[0] = static_cast<char>(0x86);
+    cfg[1] = static_cast<char>(0x80);
+    t.write(std::string(FakeSys::kDev) + "/config", cfg);
+    std::tie(rc, out) = t.run("");
+    EXPECT_EQ(kExitNoCard, rc) << out;
+    EXPECT_EQ("", out);
+    EXPECT_NE(std::string::npos, t.err().find("no PEACH2 card found")) << t.err();
+
+    std::tie(rc, out) = t.run("--bogus");
+    EXPECT_EQ(kExitUsage, rc);
+    std::tie(rc, out) = t.run("extra");
+    EXPECT_EQ(kExitUsage, rc);
+    std::tie(rc, out) = t.run("--help");
+    EXPECT_EQ(kExitOk, rc);
+    EXPECT_NE(std::string::npos, out.find("exit status: 0")) << out;
 }
