@@ -158,9 +158,9 @@ class ClusterStatus:
                 else:
                     ports[p] = q.get("link") or "?"
             fw = d.get("firmware") or {}
-            fw_text = fw.get("topology") or "-"
-            if fw.get("status") and fw.get("status") != "loaded":
-                fw_text = fw.get("status")
+            # The topology of a loaded image, else the status (none, bad-crc, ...).
+            fw_text = fw.get("topology") if fw.get("status") == "ok" else fw.get("status")
+            fw_text = fw_text or "-"
             errs = d.get("errors") or {}
             busy = sum(1 for c in (d.get("dma") or {}).get("channels", [])
                        if c.get("state") != "idle")

@@ -11,6 +11,7 @@ import pytest
 from peach2_testlib import REPO, cluster_mod  # noqa: F401  (puts scripts/ on sys.path)
 
 import cluster_status as cs  # noqa: E402
+from info_schema import validate  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -36,7 +37,7 @@ def info_doc(node, n, links, tx=0):
                     "link": None, "driver": "peach2"},
             "driver": {"device": "peach2-0", "node_id": node, "node_count": n,
                        "hw_version": "1.1",
-                       "firmware": {"status": "loaded", "version": 1, "routes": 8,
+                       "firmware": {"status": "ok", "version": 1, "routes": 8,
                                     "topology": "ring:%d" % n},
                        "ports": ports,
                        "errors": {"count": 0, "last": 0, "last_name": "NONE", "status": 0,
@@ -146,3 +147,30 @@ def test_draw_png_and_svg(tmp_path, ext):
         assert "#2a9d3a" in text and "#d62828" in text
         assert "stroke-dasharray" in text
 
+
+
+def test_real_capture_validates_and_is_judged():
+    """tests/data/peach2-info-ring4-node1.json: printed by peach2-info in a ring:4 guest
+    (busybox) after a PIO ping-pong between nodes 0 and 1 (docs/status.md)."""
+    with open(os.path.join(DATA, "peach2-info-ring4-node1.json")) as f:
+        real = cs.parse_info(f.read())
+    validate(real)
+    d = real["cards"][0]["driver"]
+    assert (d["node_id"], d["node_count"], d["firmware"]["topology"]) == (1, 4, "ring:4")
+    cables, docs = ring(4)
+    docs[1] = real
+    st = status_of(cables, docs)
+    assert [l.state for l in st.links] == ["up"] * 4
+    w = next(p for p in d["ports"] if p["port"] == "W")
+    assert st.links[0].bytes_ba() == w["tx_bytes"] > 400000   # node1 -> node0: the pongs
+    row = st.table().splitlines()[2].split()
+    assert row[:5] == ["node1", "ok", "0000:00:01.0", "1/4", "ring:4"]
+
+
+def test_firmware_column_shows_the_status_when_no_image_is_loaded():
+    cables, docs = ring(3)
+    docs[0]["cards"][0]["driver"]["firmware"].update(status="none", topology="none")
+    docs[1]["cards"][0]["driver"]["firmware"].update(status="bad-crc")
+    lines = status_of(cables, docs).table().splitlines()
+    assert lines[1].split()[4] == "none" and lines[2].split()[4] == "bad-crc"
+    assert lines[3].split()[4] == "ring:3"

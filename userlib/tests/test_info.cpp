@@ -74,7 +74,7 @@ void write_card(const TempDir& t, const std::string& rel) {
             "refused_align 0\nrefused_replay 0\nrefused_throttled 0\nreply_errors 0\n"
             "ring_errors 0\nexports 1\nsubmitted 3\ncard_tx_sent 3\ncard_rx_queued 7\n"
             "card_rx_refused 0\ncard_rx_dropped 0\n");
-    t.write(rel + "/fw_status", "loaded\n");
+    t.write(rel + "/fw_status", "ok\n");
     t.write(rel + "/fw_version", "1\n");
     t.write(rel + "/fw_routes", "8\n");
     t.write(rel + "/fw_topology", "ring:4\n");
@@ -210,7 +210,7 @@ TEST(InfoCardState, ReadsEveryAttributeOfAFakeTree) {
     EXPECT_EQ(1u, s.node_id.value_or(99));
     EXPECT_EQ(4u, s.node_count.value_or(99));
     EXPECT_EQ("1.1", s.hw_version);
-    EXPECT_EQ("loaded", s.fw_status);
+    EXPECT_EQ("ok", s.fw_status);
     EXPECT_EQ("ring:4", s.fw_topology);
     EXPECT_EQ(8u, s.fw_routes.value_or(0));
     ASSERT_EQ(4u, s.ports.size());
@@ -297,7 +297,7 @@ TEST(InfoReport, TextShowsTheCardAndItsCables) {
     const std::string text = format_text(r, false);
     for (const char* want :
          {"peach2-0: PEACH2 at 0000:00:03.0 [1234:7ca2] rev 01, driver peach2",
-          "node 1 of 4, hw 1.1, firmware loaded (ring:4, version 1, 8 routes)",
+          "node 1 of 4, hw 1.1, firmware ok (ring:4, version 1, 8 routes)",
           "up, node 2 port W", "up, node 0 port E", "errors: 3 (last LINK_DOWN): NO_SUCH_NODE 2, "
           "LINK_DOWN 1", "DMA: 2 of 4 channels idle; ch1 busy (queued 2, errors 0), ch3 wedged",
           "ch3 wedged (queued 0, errors 1); descriptor RAM 3 of 1024 used",
