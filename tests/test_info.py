@@ -168,16 +168,16 @@ def test_driver_unbound_then_unloaded(make_cluster):
 def test_status_while_a_job_runs_then_a_node_dies(ring4, tmp_path):
     # A job holds node0's command channel; status() still answers, from every node.
     job = {}
-    t = threading.Thread(target=lambda: job.update(r=ring4.run(0, "sleep 8; echo done", 60)))
+    t = threading.Thread(target=lambda: job.update(r=ring4.run(0, "sleep 12; echo done", 60)))
     t.start()
     time.sleep(1)
     t0 = time.monotonic()
     st = ring4.status()
     took = time.monotonic() - t0
-    assert t.is_alive(), "the job ended before status() was taken"
+    # It did not wait for the job: node0's answer came while the job still held its channel.
+    assert t.is_alive(), "status() took %.1f s: it waited for the job" % took
     assert [n.state for n in st.nodes] == ["ok"] * 4, st.table()
     assert [l.state for l in st.links] == ["up"] * 4, st.table()
-    assert took < 6, "status() took %.1f s" % took
     text = st.table()
     assert "cables (4 of 4 up):" in text
     for i in range(4):

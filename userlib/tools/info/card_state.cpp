@@ -39,6 +39,18 @@ std::vector<std::string_view> words_of(std::string_view line) {
     return out;
 }
 
+// Calls row(words) for every non-empty line; false as soon as a row is not
+// in the expected format.
+template <class Row>
+bool for_each_row(std::string_view text, Row row) {
+    for (std::string_view line : lines_of(text)) {
+        const auto w = words_of(line);
+        if (!w.empty() && !row(w))
+            return false;
+    }
+    return true;
+}
+
 // "key=<number>" with the expected key.
 bool keyed_number(std::string_view word, std::string_view key, std::uint64_t* out) {
     if (word.size() <= key.size() + 1 || word.substr(0, key.size()) != key ||
@@ -98,10 +110,7 @@ bool parse_link(std::string_view text, PortState* port) {
 bool parse_counters(std::string_view text, std::vector<PortState>* ports) {
     static constexpr std::string_view kKeys[] = {"tx_pkts", "tx_bytes", "rx_pkts", "rx_bytes"};
     std::vector<PortState> parsed;
-    for (std::string_view line : lines_of(text)) {
-        const auto w = words_of(line);
-        if (w.empty())
-            continue;
+    const bool ok = for_each_row(text, [&](const std::vector<std::string_view>& w) {
         if (w.size() != 5 || !is_port_letter(w[0]))
             return false;
         PortState p;
@@ -112,7 +121,10 @@ bool parse_counters(std::string_view text, std::vector<PortState>* ports) {
                 return false;
         p.have_counters = true;
         parsed.push_back(p);
-    }
+        return true;
+    });
+    if (!ok)
+        return false;
     // Merge into the ports already known (by letter), in their order.
     for (const PortState& p : parsed) {
         PortState* into = nullptr;
@@ -135,25 +147,21 @@ bool parse_counters(std::string_view text, std::vector<PortState>* ports) {
 
 bool parse_errors_by_code(std::string_view text, std::vector<ErrorByCode>* out) {
     std::vector<ErrorByCode> v;
-    for (std::string_view line : lines_of(text)) {
-        const auto w = words_of(line);
-        if (w.empty())
-            continue;
+    const bool ok = for_each_row(text, [&](const std::vector<std::string_view>& w) {
         std::uint64_t code = 0, count = 0;
         if (w.size() != 3 || !parse_number(w[0], &code) || !parse_number(w[2], &count))
             return false;
         v.push_back({static_cast<unsigned>(code), std::string(w[1]), count});
-    }
-    *out = std::move(v);
-    return true;
+        return true;
+    });
+    if (ok)
+        *out = std::move(v);
+    return ok;
 }
 
 bool parse_dma(std::string_view text, std::vector<DmaChannel>* out) {
     std::vector<DmaChannel> v;
-    for (std::string_view line : lines_of(text)) {
-        const auto w = words_of(line);
-        if (w.empty())
-            continue;
+    const bool ok = for_each_row(text, [&](const std::vector<std::string_view>& w) {
         std::uint64_t ch = 0;
         DmaChannel c;
         if (w.size() != 5 || w[0].size() < 3 || w[0].substr(0, 2) != "ch" ||
@@ -164,9 +172,11 @@ bool parse_dma(std::string_view text, std::vector<DmaChannel>* out) {
         c.channel = static_cast<unsigned>(ch);
         c.state = std::string(w[1]);
         v.push_back(std::move(c));
-    }
-    *out = std::move(v);
-    return true;
+        return true;
+    });
+    if (ok)
+        *out = std::move(v);
+    return ok;
 }
 
 bool parse_desc_ram(std::string_view text, std::uint64_t* used, std::uint64_t* free) {
@@ -182,17 +192,16 @@ bool parse_desc_ram(std::string_view text, std::uint64_t* used, std::uint64_t* f
 bool parse_name_values(std::string_view text,
                        std::vector<std::pair<std::string, std::uint64_t>>* out) {
     std::vector<std::pair<std::string, std::uint64_t>> v;
-    for (std::string_view line : lines_of(text)) {
-        const auto w = words_of(line);
-        if (w.empty())
-            continue;
+    const bool ok = for_each_row(text, [&](const std::vector<std::string_view>& w) {
         std::uint64_t x = 0;
         if (w.size() != 2 || !parse_number(w[1], &x))
             return false;
         v.emplace_back(std::string(w[0]), x);
-    }
-    *out = std::move(v);
-    return true;
+        return true;
+    });
+    if (ok)
+        *out = std::move(v);
+    return ok;
 }
 
 std::uint64_t rp_counter(const CardState& s, std::string_view name) {

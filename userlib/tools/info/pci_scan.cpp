@@ -19,14 +19,18 @@ namespace peach2info {
 
 namespace {
 
+void vreport(const char* what, char* msg, std::va_list ap) {
+    std::fprintf(stderr, "peach2-info: %s: ", what);
+    std::vfprintf(stderr, msg, ap);
+    std::fputs("\n", stderr);
+}
+
 // libpci's error callback must not return: report and end (exit status 1,
 // documented in userlib/tools/info/README.md).
 [[noreturn]] void pci_fatal(char* msg, ...) {
     std::va_list ap;
     va_start(ap, msg);
-    std::fputs("peach2-info: libpci: ", stderr);
-    std::vfprintf(stderr, msg, ap);
-    std::fputs("\n", stderr);
+    vreport("libpci", msg, ap);
     va_end(ap);
     std::exit(1);
 }
@@ -34,9 +38,7 @@ namespace {
 void pci_warn(char* msg, ...) {
     std::va_list ap;
     va_start(ap, msg);
-    std::fputs("peach2-info: libpci warning: ", stderr);
-    std::vfprintf(stderr, msg, ap);
-    std::fputs("\n", stderr);
+    vreport("libpci warning", msg, ap);
     va_end(ap);
 }
 
