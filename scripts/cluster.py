@@ -27,6 +27,10 @@ speaks the command protocol of scripts/guest/init over:
     host:  "<command>\\n"                             one line
     guest: <output> "\\n@@RC <rc>\\n"                 the newline before @@RC is framing
 
+ttyS2 is a second socket with the same framing (no READY line) for read-only queries beside
+a running command: Cluster.status() collects every node's `peach2-info --json` over it
+(scripts/cluster_status.py prints the table and draws the cabling; docs/status.md).
+
 Cabling: N=2: node0.E <-> node1.W; N>=3: a ring,
 node i E <-> node (i+1)%N W. Every cable is one unix socket in the run directory; the
 E side listens (server=on,wait=off), the W side connects (reconnect=1).
