@@ -211,3 +211,20 @@ def test_status_while_a_job_runs_then_a_node_dies(ring4, tmp_path):
     assert "stroke-dasharray" in open(svg).read()   # down cables are dashed
     if os.environ.get("PEACH2_STATUS_SAMPLES"):     # docs/status.md's pictures
         st.draw(os.path.join(os.environ["PEACH2_STATUS_SAMPLES"], "ring4-node2-killed.png"))
+
+
+def test_non_root_user_gets_all_but_the_capabilities(cluster2):
+    """Linux lets only root read config space past 64 bytes: the Debian guest's `user` gets
+    the driver's state and the PCI header, and is told the capabilities are unreadable."""
+    rc, out = cluster2.run(0, "su user -c 'peach2-info --json'")
+    assert rc == EXIT_OK, out
+    doc = json.loads(out)
+    validate(doc)
+    pci = doc["cards"][0]["pci"]
+    assert pci["config_readable"] is False
+    assert pci["msix"] is None and pci["pcie_type"] is None
+    assert len(pci["bars"]) == 3 and pci["driver"] == "peach2"
+    assert doc["cards"][0]["driver"]["node_id"] == 0
+    text = check(cluster2, 0, "su user -c peach2-info 2>&1")
+    assert "capabilities unreadable (config space past 64 bytes needs root)" in text
+    assert "warning" not in text
