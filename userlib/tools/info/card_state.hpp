@@ -68,7 +68,9 @@ bool parse_desc_ram(std::string_view text, std::uint64_t* used, std::uint64_t* f
 // rproxy: "<name> <value>" lines.
 bool parse_name_values(std::string_view text,
                        std::vector<std::pair<std::string, std::uint64_t>>* out);
-// A number as sysfs prints it: decimal or 0x-hex, nothing else.
+// A number as sysfs prints it: decimal or 0x-hex, nothing else (strict, unlike
+// tcatools::parse_u64, which takes the k/M suffixes of command lines: a suffix
+// here would mean the driver changed its format).
 bool parse_number(std::string_view text, std::uint64_t* out);
 
 // Reads every attribute of `dir` (named `device`). Never fails: what is
