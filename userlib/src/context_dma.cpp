@@ -12,7 +12,7 @@ namespace tca {
 int Context::local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept
 {
 	Located at{};
-	if (int rc = locate(ptr, &at))
+	if (int rc = locate(ptr, len, &at))
 		return rc;
 	const DriverBuffer &b = *at.buf;
 	if (!range_fits(at.offset, len, b.size))

@@ -18,7 +18,7 @@ int Context::export_range(const void *ptr, std::size_t size, std::uint32_t peach
 			  tcaHandle *out)
 {
 	Located at{};
-	if (int rc = locate(ptr, &at))
+	if (int rc = locate(ptr, size, &at))
 		return rc;
 	const DriverBuffer &b = *at.buf;
 	const std::uint64_t offset = at.offset;

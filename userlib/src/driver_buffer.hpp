@@ -8,6 +8,8 @@
 
 #include <tca/tca.h>
 
+#include <peach2/peach2_uapi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -35,5 +37,10 @@ private:
 	int fd_;                          // borrowed from the Context
 	std::uint32_t handle_;            // driver's name for the buffer; 0 = freed
 };
+
+// The driver's chunk list of a buffer as handle pieces covering exactly its
+// first `size` bytes (TCA_EDEVICE if they are not contiguous in order).
+int pieces_from(const std::vector<struct ::peach2_chunk> &raw, std::size_t size,
+		std::vector<tcaChunk> *out);
 
 } // namespace tca
