@@ -16,6 +16,8 @@ PKGS=(
   "linux-headers-${KVER}" busybox-static pciutils cpio
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
+  # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs
+  libibverbs-dev ibverbs-utils perftest
   # static checkers for driver/
   sparse
 )
