@@ -43,6 +43,25 @@ constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
 // The program called in this recently: it drives progress itself.
 constexpr std::uint64_t kActiveNs = 2000000;
 
+// Live engines, for the exit handler (never destroyed itself).
+std::mutex &engines_lock()
+{
+	static auto *m = new std::mutex;
+	return *m;
+}
+std::vector<Engine *> &engines()
+{
+	static auto *v = new std::vector<Engine *>;
+	return *v;
+}
+
+void stop_all_at_exit()
+{
+	std::lock_guard<std::mutex> g(engines_lock());
+	for (Engine *e : engines())
+		e->stop_thread();
+}
+
 } // namespace
 
 Tunables Tunables::from_env()
@@ -73,19 +92,35 @@ std::uint64_t Engine::now() noexcept
 Engine::Engine(Context &ctx) : ctx_(ctx), tune_(Tunables::from_env())
 {
 	async_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	{
+		std::lock_guard<std::mutex> g(engines_lock());
+		static const bool registered = [] { return std::atexit(stop_all_at_exit) == 0; }();
+		(void)registered;
+		engines().push_back(this);
+	}
 	thread_ = std::thread([this] { thread_main(); });
 }
 
 Engine::~Engine()
 {
 	{
+		std::lock_guard<std::mutex> g(engines_lock());
+		std::erase(engines(), this);
+	}
+	stop_thread();
+	if (async_fd_ >= 0)
+		::close(async_fd_);
+}
+
+void Engine::stop_thread() noexcept
+{
+	{
 		std::lock_guard<std::mutex> g(wake_lock_);
 		stop_ = true;
 	}
 	wake_.notify_all();
-	thread_.join();
-	if (async_fd_ >= 0)
-		::close(async_fd_);
+	if (thread_.joinable())
+		thread_.join();
 }
 
 std::uint32_t Engine::node_id() const noexcept
@@ -193,8 +228,8 @@ void Engine::thread_main()
 				return;
 			kicked_ = false;
 		}
-		const std::uint64_t t = now();
 		std::lock_guard<std::mutex> g(lock_);
+		const std::uint64_t t = now();
 		// Renewals may block (a lookup): they are the thread's alone.
 		for (Qp *qp : qps)
 			qp->background(t);

@@ -78,6 +78,10 @@ public:
 
 	// Wake the progress thread (a CQ was armed, a QP needs acks).
 	void kick() noexcept;
+	// Ends the progress thread (idempotent). At exit() every engine's
+	// thread is stopped before static destructors run (programs often exit
+	// with the device still open).
+	void stop_thread() noexcept;
 
 private:
 	void thread_main();

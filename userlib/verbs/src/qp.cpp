@@ -252,6 +252,8 @@ void Qp::reset()
 	nak_seen_ = nak_count_ = 0;
 	rnr_seq_ = rnr_attempt_ = rnr_waiting_ = retry_seen_ = 0;
 	ud_consumed_ = 0;
+	ud_stuck_ns_ = 0;
+	ud_dests_.clear();
 	if (area_.p)
 		std::memset(area_.p, 0, area_.size); // no stale packet survives
 	const ibv_qp_state keep = attr_.qp_state;

@@ -199,7 +199,7 @@ private:
 
 	// Bounce slots (bounce_slots_ bits set: free).
 	static constexpr std::uint32_t kBounceSlots = 16;
-	static constexpr std::uint64_t kBounceSlot = 4096 + 64;
+	static constexpr std::uint64_t kBounceSlot = wire::kUdSlot; // a datagram fits
 	TcaBuffer bounce_area_;
 	std::uint32_t bounce_free_ = (1u << kBounceSlots) - 1;
 
@@ -232,6 +232,16 @@ private:
 	std::uint32_t rnr_waiting_ = 0; // seq we NAKed (RNR); 0: none
 	std::uint32_t retry_seen_ = 0;  // the sender's last retry attempt seen
 	std::uint64_t ud_consumed_ = 0; // UD slots consumed
+	std::uint64_t ud_stuck_ns_ = 0; // since when a reserved slot stays unwritten
+	// UD destinations (node << 32 | QPN): their area and the last
+	// reservation word seen (a guess for the next compare-and-swap).
+	struct UdDest {
+		RemoteRange range;
+		std::uint64_t word = 0;
+		std::uint32_t slots = 0;
+	};
+	std::unordered_map<std::uint64_t, std::unique_ptr<UdDest>> ud_dests_;
+	UdDest *ud_dest(std::uint32_t node, std::uint32_t qpn);
 
 	friend class Engine;
 };

@@ -228,14 +228,4 @@ bool Qp::take_packet(const unsigned char *pkt, const wire::Header &h, std::uint6
 	return true;
 }
 
-// ---- UD --------------------------------------------------------------------------------------
-
-Qp::Start Qp::start_ud(SendOp &op)
-{
-	op.status = IBV_WC_LOC_QP_OP_ERR;
-	return Start::Failed;
-}
-
-void Qp::poll_ud() {}
-
 } // namespace pv

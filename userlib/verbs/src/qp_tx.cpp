@@ -163,7 +163,10 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad)
 			op.rkey = wr->wr.rdma.rkey;
 		}
 	}
-	progress(Engine::now());
+	if (state() == IBV_QPS_ERR)
+		flush(); // posted in ERR: flushed at once
+	else
+		progress(Engine::now());
 	return 0;
 }
 
@@ -948,7 +951,8 @@ void Qp::check_timers(std::uint64_t now)
 	}
 	const std::uint64_t ib_ns = 4096ull << std::min<std::uint32_t>(attr_.timeout, 31);
 	const std::uint64_t floor_ns = eng_.tune().ack_timeout_min_ms * 1000000ull;
-	if (now - progress_ns_ < std::max(ib_ns, floor_ns))
+	// (progress_ns_ may be a little after `now`: another thread's clock read)
+	if (now < progress_ns_ || now - progress_ns_ < std::max(ib_ns, floor_ns))
 		return;
 	progress_ns_ = now;
 	if (retries_left_ > 0) {

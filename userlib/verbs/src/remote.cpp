@@ -51,8 +51,12 @@ int RemoteRange::renew(std::uint64_t now)
 	}
 	// A name never changes its memory: the same name answering is the
 	// same registration.
-	if (n.owner != first_.owner || n.size != first_.size)
+	if (n.owner != first_.owner || n.size != first_.size) {
+		log_debug("renewing %#x on node %u: owner %llu/%llu size %llu/%llu", first_.name, node_,
+			  (unsigned long long)n.owner, (unsigned long long)first_.owner,
+			  (unsigned long long)n.size, (unsigned long long)first_.size);
 		return TCA_ENOTEXPORTED;
+	}
 	set_lease(now, n.lease_ms);
 	return 0;
 }

@@ -31,8 +31,7 @@ constexpr std::uint32_t kAckOff = 0x000;    // Pair{0, acked}: explicit ack/cred
 constexpr std::uint32_t kNakOff = 0x040;    // Nak
 constexpr std::uint32_t kRetryOff = 0x080;  // RetryToken
 constexpr std::uint32_t kHbPairOff = 0x0c0; // Pair{HB records written, acked}
-constexpr std::uint32_t kUdTailOff = 0x100; // UD: u64 slots reserved by senders (remote FAA)
-constexpr std::uint32_t kUdHeadOff = 0x140; // UD: u64 slots the owner consumed (read by senders)
+constexpr std::uint32_t kUdTailOff = 0x100; // UD: the reservation word (see "UD receive ring")
 
 // 8 bytes, one store: `sent` = packets written so far (a packet's own
 // sequence number + 1), `acked` = the writer's count of packets it consumed.
@@ -93,7 +92,8 @@ struct Header {
 	std::uint8_t pad0;
 	std::uint32_t len;   // payload bytes in this packet
 	std::uint32_t imm;   // immediate data, as the sender gave it (network order)
-	std::uint32_t total; // kFirst: bytes of the whole message; WriteImm: bytes written
+	std::uint32_t total; // kFirst: bytes of the whole message; WriteImm: bytes written;
+			     // UD: the Q_Key
 	std::uint32_t src_qpn; // UD: sending QP
 	std::uint32_t src_node; // UD: sending node
 };
@@ -115,11 +115,17 @@ constexpr std::uint64_t hb_record_bytes(std::uint64_t len, std::uint32_t shift) 
 }
 
 // ---- UD receive ring ----------------------------------------------------------------
-// A UD QP's area has, after the control page, UD slots of this size: the
-// datagram (header + up to the MTU) in one record; senders reserve a slot
-// with a remote fetch-and-add on kUdTailOff.
+// A UD QP's area has, after the control page, slots of this size: a
+// datagram (64-byte header, up to the MTU of payload, its pair in the last
+// 8 bytes). Any number of senders share the ring: a sender reserves slot
+// `tail` with a remote compare-and-swap on the reservation word (kUdTailOff:
+// low 32 bits slots reserved, high 32 bits slots the owner consumed, which
+// the owner advances with local atomics), so it never overwrites a datagram
+// not yet consumed; a full ring drops the datagram (UD may).
 constexpr std::uint32_t kUdMtu = 4096;
-constexpr std::uint32_t kUdSlot = kUdMtu + 64;
+constexpr std::uint32_t kUdHeader = 64;
+constexpr std::uint32_t kUdSlot = kUdHeader + kUdMtu + 64;
 constexpr std::uint32_t kUdPairOff = kUdSlot - sizeof(Pair);
+constexpr std::uint32_t kGrh = 40; // receive buffers start with room for a GRH
 
 } // namespace pv::wire
