@@ -140,124 +140,87 @@ static void peach2_prog_free(struct peach2_prog *prog)
 	kfree(prog);
 }
 
-/* Bytes from the first to the last byte a block-stride side touches. */
-static int peach2_stride_span(u64 len, u64 burst, u64 gap, u64 *span)
-{
-	u64 blocks = div64_u64(len - 1, burst);	/* blocks before the last */
-	u64 step, tail;
-
-	tail = len - blocks * burst;
-	if (check_add_overflow(burst, gap, &step) ||
-	    check_mul_overflow(blocks, step, span) ||
-	    check_add_overflow(*span, tail, span))
-		return -EINVAL;
-	return 0;
-}
-
 /*
  * Check one transfer and look up its buffers (references for the caller;
- * *dst is NULL for a remote destination, *src NULL for an immediate).
+ * *dstp is NULL for a remote destination, *srcp NULL for an immediate).
+ * Returns PEACH2_DMA_RULE_OK or the rule it breaks (peach2_dma_rules.h).
  */
-static int peach2_xfer_check(struct peach2_file *ctx,
-			     const struct peach2_xfer *x, u32 idx,
-			     struct peach2_buf **srcp, struct peach2_buf **dstp)
+static enum peach2_dma_rule peach2_xfer_check(struct peach2_file *ctx,
+					      const struct peach2_xfer *x,
+					      struct peach2_buf **srcp,
+					      struct peach2_buf **dstp)
 {
 	struct peach2_dev *p2 = ctx->p2;
-	struct device *dev = &p2->pdev->dev;
 	bool imm = x->flags & PEACH2_XFER_IMM;
-	bool ssrc = x->flags & PEACH2_XFER_STRIDE_SRC;
-	bool sdst = x->flags & PEACH2_XFER_STRIDE_DST;
 	struct peach2_buf *src = NULL, *dst = NULL;
 	u64 sspan = x->len, dspan = x->len, span, node, off;
-	int ret = -EINVAL;
+	enum peach2_dma_rule rule;
 
 	*srcp = NULL;
 	*dstp = NULL;
-	if (x->flags & ~PEACH2_XFER_FLAGS_ALL)
-		return -EINVAL;
-	if (imm) {
-		if (x->src_handle || x->src_offset || x->burst || x->gap ||
-		    ssrc || sdst || (x->len != 4 && x->len != 8))
-			return -EINVAL;
-	} else {
-		if (x->imm || !x->len)
-			return -EINVAL;
-		if (!x->burst && (x->gap || ssrc || sdst))
-			return -EINVAL;
-		if (x->burst && !ssrc && !sdst)
-			return -EINVAL;
-	}
-
-	/* The card's restrictions (PEACH2_ERR_DMA_ALIGN on the card). */
-	if (x->dst % 4 ||
-	    (!imm && (x->src_offset % 4 || x->len % 4 ||
-		      (x->src_offset ^ x->dst) % 16))) {
-		dev_dbg(dev, "xfer %u: src offset %#llx, dst %#llx, len %#llx: need 4-byte alignment, equal low 4 address bits, len %% 4 == 0\n",
-			idx, x->src_offset, x->dst, x->len);
-		return -EINVAL;
-	}
-	if (x->burst && (x->burst % 4 || x->gap % 4 ||
-			 (ssrc != sdst && x->gap % 16))) {
-		dev_dbg(dev, "xfer %u: burst %u gap %u: need multiples of 4, and a one-sided gap a multiple of 16\n",
-			idx, x->burst, x->gap);
-		return -EINVAL;
-	}
+	rule = peach2_xfer_rule(x);
+	if (rule)
+		return rule;
 	if (x->burst) {
 		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
-			return -EINVAL;
-		if (ssrc)
+			return PEACH2_DMA_RULE_TOO_LONG;
+		if (x->flags & PEACH2_XFER_STRIDE_SRC)
 			sspan = span;
-		if (sdst)
+		if (x->flags & PEACH2_XFER_STRIDE_DST)
 			dspan = span;
 	}
 
 	if (!imm) {
 		src = peach2_buf_lookup(ctx, x->src_handle);
 		if (!src)
-			return -ENOENT;
+			return PEACH2_DMA_RULE_NO_BUFFER;
 	}
 	if (x->dst_handle) {
 		dst = peach2_buf_lookup(ctx, x->dst_handle);
 		if (!dst) {
-			ret = -ENOENT;
+			rule = PEACH2_DMA_RULE_NO_BUFFER;
 			goto err;
 		}
 	}
 
-	if (src && !peach2_range_ok(src->size, x->src_offset, sspan))
+	if (src && !peach2_range_ok(src->size, x->src_offset, sspan)) {
+		rule = PEACH2_DMA_RULE_SRC_RANGE;
 		goto err;
+	}
 	if (dst) {
-		if (!peach2_range_ok(dst->size, x->dst, dspan))
+		if (!peach2_range_ok(dst->size, x->dst, dspan)) {
+			rule = PEACH2_DMA_RULE_DST_RANGE;
 			goto err;
+		}
 	} else {
 		/* Another node's host memory, inside its slice. */
 		node = x->dst >> PEACH2_SLICE_SHIFT;
 		off = PEACH2_ADDR_OFFSET(x->dst);
 		if (node >= p2->node_count || node == p2->node_id ||
-		    !peach2_range_ok(p2->host_size, off, dspan))
-			goto err;
-	}
-
-	/* Block-stride and immediates are never split. */
-	if (x->burst || imm) {
-		if ((src && !peach2_one_chunk(src, x->src_offset, sspan)) ||
-		    (dst && !peach2_one_chunk(dst, x->dst, dspan))) {
-			dev_dbg(dev, "xfer %u: block-stride or immediate transfer crosses a chunk boundary\n",
-				idx);
+		    !peach2_range_ok(p2->host_size, off, dspan)) {
+			rule = PEACH2_DMA_RULE_REMOTE;
 			goto err;
 		}
 	}
 
+	/* Block-stride and immediates are never split. */
+	if ((x->burst || imm) &&
+	    ((src && !peach2_one_chunk(src, x->src_offset, sspan)) ||
+	     (dst && !peach2_one_chunk(dst, x->dst, dspan)))) {
+		rule = PEACH2_DMA_RULE_CHUNK;
+		goto err;
+	}
+
 	*srcp = src;
 	*dstp = dst;
-	return 0;
+	return PEACH2_DMA_RULE_OK;
 
 err:
 	if (dst)
 		peach2_buf_put(dst);
 	if (src)
 		peach2_buf_put(src);
-	return ret;
+	return rule;
 }
 
 static u32 peach2_xfer_desc_flags(u32 xflags)
@@ -336,16 +299,79 @@ static u32 peach2_xfer_split(const struct peach2_xfer *x,
 }
 
 /*
+ * Pass 1 of a build: check every transfer, take references on the buffers,
+ * count descriptors. On a refusal, @why names the transfer and the rule.
+ */
+static int peach2_prog_check(struct peach2_prog *prog,
+			     const struct peach2_xfer *xfers, u32 count,
+			     struct peach2_xfer_refusal *why, u32 *total)
+{
+	struct device *dev = &prog->ctx->p2->pdev->dev;
+	enum peach2_dma_rule rule = PEACH2_DMA_RULE_OK;
+	struct peach2_buf *src, *dst;
+	u32 i, n, first_extra = 0;
+
+	*total = 0;
+	for (i = 0; i < count; i++) {
+		rule = peach2_xfer_check(prog->ctx, &xfers[i], &src, &dst);
+		if (rule)
+			break;
+		if (src)
+			prog->bufs[prog->nr_bufs++] = src;
+		if (dst)
+			prog->bufs[prog->nr_bufs++] = dst;
+		n = peach2_xfer_split(&xfers[i], src, dst, NULL,
+				      PEACH2_DMA_MAX_CHAIN - *total);
+		if (n > PEACH2_DMA_MAX_CHAIN - *total) {
+			rule = PEACH2_DMA_RULE_TOO_MANY;
+			break;
+		}
+		if (*total <= 1 && *total + n > 1)
+			first_extra = i;
+		*total += n;
+	}
+	if (!rule && prog->mode == PEACH2_PROG_REG && *total != 1) {
+		rule = PEACH2_DMA_RULE_REG_MODE;
+		i = first_extra;
+	}
+	if (!rule)
+		return 0;
+	dev_dbg(dev, "xfer %u refused: %s\n", i, peach2_dma_rule_text(rule));
+	why->bad_xfer = i;
+	why->bad_rule = rule;
+	return rule == PEACH2_DMA_RULE_NO_BUFFER ? -ENOENT : -EINVAL;
+}
+
+/* Pass 2: the descriptors of the checked transfers, in order. */
+static void peach2_prog_fill(struct peach2_prog *prog,
+			     const struct peach2_xfer *xfers, u32 count)
+{
+	struct peach2_buf *src, *dst;
+	u32 i, b, pos;
+
+	for (i = 0, b = 0, pos = 0; i < count; i++) {
+		const struct peach2_xfer *x = &xfers[i];
+
+		/* The buffers of pass 1, in the same order. */
+		src = x->flags & PEACH2_XFER_IMM ? NULL : prog->bufs[b++];
+		dst = x->dst_handle ? prog->bufs[b++] : NULL;
+		pos += peach2_xfer_split(x, src, dst, prog->descs + pos,
+					 prog->nr_desc - pos);
+	}
+	WARN_ON(pos != prog->nr_desc);
+}
+
+/*
  * Check @count transfers and build their descriptors (not yet placed
  * anywhere). Takes a reference on every buffer they touch.
  */
 static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 					     const struct peach2_xfer *xfers,
-					     u32 count, u32 flags)
+					     u32 count, u32 flags,
+					     struct peach2_xfer_refusal *why)
 {
-	struct peach2_buf *src, *dst;
 	struct peach2_prog *prog;
-	u32 i, n, b, pos, total = 0;
+	u32 total;
 	int ret;
 
 	prog = kzalloc(sizeof(*prog), GFP_KERNEL);
@@ -365,34 +391,9 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 		ret = -ENOMEM;
 		goto err;
 	}
-
-	/* Pass 1: check, take references, count descriptors. */
-	for (i = 0; i < count; i++) {
-		ret = peach2_xfer_check(ctx, &xfers[i], i, &src, &dst);
-		if (ret)
-			goto err;
-		if (src)
-			prog->bufs[prog->nr_bufs++] = src;
-		if (dst)
-			prog->bufs[prog->nr_bufs++] = dst;
-		n = peach2_xfer_split(&xfers[i], src, dst, NULL,
-				      PEACH2_DMA_MAX_CHAIN - total);
-		if (n > PEACH2_DMA_MAX_CHAIN - total) {
-			dev_dbg(&ctx->p2->pdev->dev,
-				"more than %u descriptors after splitting\n",
-				PEACH2_DMA_MAX_CHAIN);
-			ret = -EINVAL;
-			goto err;
-		}
-		total += n;
-	}
-	if (prog->mode == PEACH2_PROG_REG && total != 1) {
-		dev_dbg(&ctx->p2->pdev->dev,
-			"register mode needs exactly one descriptor, not %u\n",
-			total);
-		ret = -EINVAL;
+	ret = peach2_prog_check(prog, xfers, count, why, &total);
+	if (ret)
 		goto err;
-	}
 
 	if (atomic_add_return(total, &ctx->dma_descs) > PEACH2_DMA_FD_DESCS) {
 		atomic_sub(total, &ctx->dma_descs);
@@ -401,22 +402,12 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 	}
 	prog->nr_desc = total;
 
-	/* Pass 2: fill them in. */
 	prog->descs = kvmalloc_array(total, sizeof(*prog->descs), GFP_KERNEL);
 	if (!prog->descs) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	for (i = 0, b = 0, pos = 0; i < count; i++) {
-		const struct peach2_xfer *x = &xfers[i];
-
-		/* The buffers of pass 1, in the same order. */
-		src = x->flags & PEACH2_XFER_IMM ? NULL : prog->bufs[b++];
-		dst = x->dst_handle ? prog->bufs[b++] : NULL;
-		pos += peach2_xfer_split(x, src, dst, prog->descs + pos,
-					 total - pos);
-	}
-	WARN_ON(pos != total);
+	peach2_prog_fill(prog, xfers, count);
 	return prog;
 
 err:
@@ -1094,9 +1085,25 @@ static struct peach2_xfer *peach2_copy_xfers(u64 uptr, u32 count)
 			    array_size(count, sizeof(struct peach2_xfer)));
 }
 
-/* Check, build and place a prog for @count transfers at user @uptr. */
+/*
+ * A refused transfer: tell user space which one and why, in the request's
+ * `refusal` field at @field (peach2_uapi.h). Returns @ret, or -EFAULT.
+ */
+static int peach2_report_refusal(void __user *field,
+				 const struct peach2_xfer_refusal *why, int ret)
+{
+	if (why->bad_rule && copy_to_user(field, why, sizeof(*why)))
+		return -EFAULT;
+	return ret;
+}
+
+/*
+ * Check, build and place a prog for @count transfers at user @uptr. A
+ * refused transfer is named in @why.
+ */
 static struct peach2_prog *peach2_prog_create(struct peach2_file *ctx,
-					      u64 uptr, u32 count, u32 flags)
+					      u64 uptr, u32 count, u32 flags,
+					      struct peach2_xfer_refusal *why)
 {
 	struct peach2_dev *p2 = ctx->p2;
 	struct peach2_xfer *xfers;
@@ -1106,7 +1113,7 @@ static struct peach2_prog *peach2_prog_create(struct peach2_file *ctx,
 	xfers = peach2_copy_xfers(uptr, count);
 	if (IS_ERR(xfers))
 		return ERR_CAST(xfers);
-	prog = peach2_prog_build(ctx, xfers, count, flags);
+	prog = peach2_prog_build(ctx, xfers, count, flags, why);
 	kvfree(xfers);
 	if (IS_ERR(prog))
 		return prog;
@@ -1123,6 +1130,7 @@ static struct peach2_prog *peach2_prog_create(struct peach2_file *ctx,
 
 long peach2_ioctl_chain_create(struct peach2_file *ctx, void __user *argp)
 {
+	struct peach2_xfer_refusal why = { 0 };
 	struct peach2_chain_create req;
 	struct peach2_chain *chain;
 	struct peach2_prog *prog;
@@ -1131,7 +1139,7 @@ long peach2_ioctl_chain_create(struct peach2_file *ctx, void __user *argp)
 
 	if (copy_from_user(&req, argp, sizeof(req)))
 		return -EFAULT;
-	if (req.reserved[0] || req.reserved[1] ||
+	if (req.reserved || req.refusal.bad_xfer || req.refusal.bad_rule ||
 	    req.flags & ~(PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE) ||
 	    (req.flags & PEACH2_DMA_HOST_DESC &&
 	     req.flags & PEACH2_DMA_REG_MODE))
@@ -1140,10 +1148,11 @@ long peach2_ioctl_chain_create(struct peach2_file *ctx, void __user *argp)
 	chain = kzalloc(sizeof(*chain), GFP_KERNEL);
 	if (!chain)
 		return -ENOMEM;
-	prog = peach2_prog_create(ctx, req.xfers, req.count, req.flags);
+	prog = peach2_prog_create(ctx, req.xfers, req.count, req.flags, &why);
 	if (IS_ERR(prog)) {
 		kfree(chain);
-		return PTR_ERR(prog);
+		return peach2_report_refusal(argp + offsetof(typeof(req), refusal),
+					     &why, PTR_ERR(prog));
 	}
 	chain->prog = prog;
 
@@ -1239,6 +1248,7 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 	struct peach2_dev *p2 = ctx->p2;
 	struct peach2_chain *chain = NULL;
 	struct peach2_prog *prog = NULL;
+	struct peach2_xfer_refusal why = { 0 };
 	struct peach2_dma_start req;
 	struct peach2_run *run;
 	bool wait;
@@ -1247,7 +1257,7 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 
 	if (copy_from_user(&req, argp, sizeof(req)))
 		return -EFAULT;
-	if (req.reserved[0] || req.reserved[1] ||
+	if (req.reserved || req.refusal.bad_xfer || req.refusal.bad_rule ||
 	    req.flags & ~PEACH2_DMA_FLAGS_ALL ||
 	    (req.flags & PEACH2_DMA_HOST_DESC &&
 	     req.flags & PEACH2_DMA_REG_MODE) ||
@@ -1289,10 +1299,11 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 		run->prog = chain->prog;
 	} else {
 		prog = peach2_prog_create(ctx, req.xfers, req.count,
-					  req.flags);
+					  req.flags, &why);
 		if (IS_ERR(prog)) {
 			kfree(run);
-			return PTR_ERR(prog);
+			return peach2_report_refusal(argp + offsetof(typeof(req), refusal),
+						     &why, PTR_ERR(prog));
 		}
 		run->prog = prog;
 	}

@@ -25,27 +25,6 @@ MODULE_PARM_DESC(firmware,
 /* The card reads and checks an image in well under a second. */
 #define PEACH2_FW_POLL_MS	2000
 
-static const char * const peach2_fw_names[] = {
-	[PEACH2_FW_NONE] = "none",
-	[PEACH2_FW_LOADING] = "loading",
-	[PEACH2_FW_OK] = "ok",
-	[PEACH2_FW_BAD_MAGIC] = "bad-magic",
-	[PEACH2_FW_BAD_VERSION] = "bad-version",
-	[PEACH2_FW_TRUNCATED] = "truncated",
-	[PEACH2_FW_BAD_CRC] = "bad-crc",
-	[PEACH2_FW_WRONG_TOPOLOGY] = "wrong-topology",
-	[PEACH2_FW_BAD_ENTRY] = "bad-entry",
-	[PEACH2_FW_NO_ENTRIES] = "no-entries",
-	[PEACH2_FW_READ_FAILED] = "read-failed",
-};
-
-const char *peach2_fw_status_name(u32 status)
-{
-	if (status < ARRAY_SIZE(peach2_fw_names) && peach2_fw_names[status])
-		return peach2_fw_names[status];
-	return "unknown";
-}
-
 /* The topology text the card reports (NUL padded, 32 bytes). */
 void peach2_fw_topology(struct peach2_dev *p2, char *out, size_t size)
 {

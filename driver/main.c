@@ -74,46 +74,6 @@ static void peach2_inode_free(struct inode *inode)
 	simple_release_fs(&peach2_fs_mnt, &peach2_fs_cnt);
 }
 
-static const char * const peach2_err_names[PEACH2_ERR_NR_CODES] = {
-	[PEACH2_ERR_NONE] = "NONE",
-	[PEACH2_ERR_NO_SUCH_NODE] = "NO_SUCH_NODE",
-	[PEACH2_ERR_LINK_DOWN] = "LINK_DOWN",
-	[PEACH2_ERR_NO_ROUTE] = "NO_ROUTE",
-	[PEACH2_ERR_READ_UNSUPPORTED] = "READ_UNSUPPORTED",
-	[PEACH2_ERR_BAD_TARGET] = "BAD_TARGET",
-	[PEACH2_ERR_NO_GPU] = "NO_GPU",
-	[PEACH2_ERR_BAD_PACKET] = "BAD_PACKET",
-	[PEACH2_ERR_TX_OVERFLOW] = "TX_OVERFLOW",
-	[PEACH2_ERR_DMA_WRITE] = "DMA_WRITE",
-	[PEACH2_ERR_BAD_REG] = "BAD_REG",
-	[PEACH2_ERR_HOP_LIMIT] = "HOP_LIMIT",
-	[PEACH2_ERR_NOT_REGISTERED] = "NOT_REGISTERED",
-	[PEACH2_ERR_BAD_COMMAND] = "BAD_COMMAND",
-	[PEACH2_ERR_DMA_ALIGN] = "DMA_ALIGN",
-	[PEACH2_ERR_DMA_ZERO_LEN] = "DMA_ZERO_LEN",
-	[PEACH2_ERR_DMA_LOOP] = "DMA_LOOP",
-	[PEACH2_ERR_DMA_CHAIN_LONG] = "DMA_CHAIN_LONG",
-	[PEACH2_ERR_DMA_BAD_INDEX] = "DMA_BAD_INDEX",
-	[PEACH2_ERR_DMA_BAD_DESC] = "DMA_BAD_DESC",
-	[PEACH2_ERR_DMA_READ] = "DMA_READ",
-	[PEACH2_ERR_DMA_BUSY] = "DMA_BUSY",
-	[PEACH2_ERR_DMA_ABORTED] = "DMA_ABORTED",
-	[PEACH2_ERR_RP_FULL] = "RP_FULL",
-	[PEACH2_ERR_RP_OFF] = "RP_OFF",
-	[PEACH2_ERR_RP_BAD_REQUEST] = "RP_BAD_REQUEST",
-	[PEACH2_ERR_RP_NOT_EXPORTED] = "RP_NOT_EXPORTED",
-	[PEACH2_ERR_RP_RANGE] = "RP_RANGE",
-	[PEACH2_ERR_RP_REPLAY] = "RP_REPLAY",
-	[PEACH2_ERR_RP_BAD_PACKET] = "RP_BAD_PACKET",
-};
-
-const char *peach2_err_name(u32 code)
-{
-	if (code < ARRAY_SIZE(peach2_err_names) && peach2_err_names[code])
-		return peach2_err_names[code];
-	return "UNKNOWN";
-}
-
 /* A 64-bit counter as a LO/HI pair of 32-bit registers, without tearing. */
 u64 peach2_read64(struct peach2_dev *p2, u32 reg)
 {

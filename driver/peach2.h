@@ -304,7 +304,6 @@ u64 peach2_read64(struct peach2_dev *p2, u32 reg);
 int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size);
 char peach2_port_name(u32 port);
 int peach2_format_link(u32 link, char *buf, size_t size);
-const char *peach2_err_name(u32 code);
 
 /* chardev.c */
 extern const struct file_operations peach2_fops;
@@ -354,7 +353,6 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf);
 /* firmware.c */
 int peach2_fw_load(struct peach2_dev *p2, const char *name);
 void peach2_fw_probe(struct peach2_dev *p2);
-const char *peach2_fw_status_name(u32 status);
 void peach2_fw_topology(struct peach2_dev *p2, char *out, size_t size);
 
 /* sysfs.c */

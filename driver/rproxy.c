@@ -561,8 +561,9 @@ static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
 	    check_add_overflow(off, (u64)r->len, &end) || end > eoff + elen)
 		return PEACH2_ERR_RP_RANGE;
 
+	/* The reply is a DMA from addr to reply: the card's restrictions. */
 	if (r->op == PEACH2_RP_OP_READ &&
-	    (r->len % 4 || r->reply % 4 || (r->addr ^ r->reply) & 15))
+	    peach2_dma_align_rule(r->addr, r->reply, r->len))
 		return PEACH2_ERR_DMA_ALIGN;
 	*offp = off;
 	return 0;

@@ -25,7 +25,9 @@ put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
 # The firmware image parser: the card validates images with it.
 put "$top/firmware/lib/fw_image.cc" "$misc/peach2/fw_image.cc"
 put "$top/firmware/lib/fw_image.h" "$misc/peach2/fw_image.h"
-put "$top/include/peach2/peach2_hw.h" "$misc/peach2/include/peach2/peach2_hw.h"
+for h in peach2_hw.h peach2_dma_rules.h; do
+  put "$top/include/peach2/$h" "$misc/peach2/include/peach2/$h"
+done
 
 # Patches to QEMU itself (qemu-device/patches/*.patch), each applied once.
 for p in "$here"/patches/*.patch; do

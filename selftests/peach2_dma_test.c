@@ -306,13 +306,13 @@ TEST_F(dma, start_flags_reserved_channel)
 	memset(&s, 0, sizeof(s));
 	s.xfers = (uintptr_t)&x;
 	s.count = 1;
-	s.reserved[0] = 1;
+	s.refusal.bad_xfer = 1;
 	ASSERT_EQ(EINVAL, xioctl(self->fd, PEACH2_IOC_DMA_START, &s));
-	s.reserved[0] = 0;
-	s.reserved[1] = 1ULL << 63;
+	s.refusal.bad_xfer = 0;
+	s.reserved = 1ULL << 63;
 	ASSERT_EQ(EINVAL, xioctl(self->fd, PEACH2_IOC_DMA_START, &s));
 	/* Output fields are not inputs. */
-	s.reserved[1] = 0;
+	s.reserved = 0;
 	s.flags = PEACH2_DMA_WAIT;
 	s.status = 77;
 	s.ticket = ~0ULL;
@@ -370,7 +370,7 @@ TEST_F(dma, chain_create_flags_reserved)
 	memset(&c, 0, sizeof(c));
 	c.xfers = (uintptr_t)&x;
 	c.count = 1;
-	c.reserved[1] = 1;
+	c.reserved = 1;
 	ASSERT_EQ(EINVAL, xioctl(self->fd, PEACH2_IOC_CHAIN_CREATE, &c));
 }
 

@@ -141,21 +141,4 @@ ParseResult parse_for_node(std::span<const uint8_t> bytes, uint32_t node_id, uin
     return r;
 }
 
-const char* status_name(peach2_fw_status s) {
-    switch (s) {
-    case PEACH2_FW_NONE: return "none";
-    case PEACH2_FW_LOADING: return "loading";
-    case PEACH2_FW_OK: return "ok";
-    case PEACH2_FW_BAD_MAGIC: return "bad magic";
-    case PEACH2_FW_BAD_VERSION: return "unsupported format version";
-    case PEACH2_FW_TRUNCATED: return "truncated or inconsistent sizes";
-    case PEACH2_FW_BAD_CRC: return "CRC mismatch";
-    case PEACH2_FW_WRONG_TOPOLOGY: return "wrong topology";
-    case PEACH2_FW_BAD_ENTRY: return "bad entry";
-    case PEACH2_FW_NO_ENTRIES: return "no entries for this node";
-    case PEACH2_FW_READ_FAILED: return "image could not be read";
-    }
-    return "unknown";
-}
-
 }  // namespace peach2::fw

@@ -36,6 +36,4 @@ ParseResult parse(std::span<const uint8_t> bytes);
 // Parse, then check the image fits the card `node_id` of `node_count`.
 ParseResult parse_for_node(std::span<const uint8_t> bytes, uint32_t node_id, uint32_t node_count);
 
-const char* status_name(peach2_fw_status s);
-
 }  // namespace peach2::fw

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
                                                     static_cast<uint32_t>(nodes))
                        : peach2::fw::parse(bytes);
     if (r.status != PEACH2_FW_OK) {
-        std::printf("%s: INVALID (%s, status %d): %s\n", argv[1], peach2::fw::status_name(r.status),
+        std::printf("%s: INVALID (%s, status %d): %s\n", argv[1], peach2_fw_status_text(r.status),
                     r.status, r.why.c_str());
         return 1;
     }

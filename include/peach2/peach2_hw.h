@@ -338,19 +338,49 @@ struct peach2_rp_cpl {
 #define PEACH2_REG_FW_TOPOLOGY 0x5a0 /* RO: 32 bytes, topology text, NUL padded */
 #define PEACH2_FW_MAX_SIZE     (1u << 20)
 
+/*
+ * FW_STATUS values: X(name, value, label, text) gives enum peach2_fw_status
+ * (PEACH2_FW_<name>), peach2_fw_status_name() (the label sysfs shows) and
+ * peach2_fw_status_text() (a phrase for logs and tools).
+ */
+#define PEACH2_FW_STATUSES(X) \
+	X(NONE,            0, "none", "none") /* no image loaded: default routing */ \
+	X(LOADING,         1, "loading", "loading") \
+	X(OK,              2, "ok", "ok") \
+	X(BAD_MAGIC,      16, "bad-magic", "bad magic") \
+	X(BAD_VERSION,    17, "bad-version", "unsupported format version") \
+	X(TRUNCATED,      18, "truncated", "truncated or inconsistent sizes") \
+	X(BAD_CRC,        19, "bad-crc", "CRC mismatch") \
+	X(WRONG_TOPOLOGY, 20, "wrong-topology", "wrong topology") /* node count differs */ \
+	X(BAD_ENTRY,      21, "bad-entry", "bad entry") /* port/index/flags/range */ \
+	X(NO_ENTRIES,     22, "no-entries", "no entries for this node") \
+	X(READ_FAILED,    23, "read-failed", "image could not be read") /* by the card */
+
 enum peach2_fw_status {
-	PEACH2_FW_NONE = 0,         /* no image loaded: default routing */
-	PEACH2_FW_LOADING = 1,
-	PEACH2_FW_OK = 2,
-	PEACH2_FW_BAD_MAGIC = 16,
-	PEACH2_FW_BAD_VERSION = 17,  /* format version this card does not know */
-	PEACH2_FW_TRUNCATED = 18,    /* sizes do not add up, or too short/long */
-	PEACH2_FW_BAD_CRC = 19,
-	PEACH2_FW_WRONG_TOPOLOGY = 20, /* node count differs from the card's */
-	PEACH2_FW_BAD_ENTRY = 21,    /* port/index/flags/range out of bounds */
-	PEACH2_FW_NO_ENTRIES = 22,   /* nothing for this node */
-	PEACH2_FW_READ_FAILED = 23,  /* the card could not read the image */
+#define PEACH2_FW_ENUM(name, value, label, text) PEACH2_FW_##name = value,
+	PEACH2_FW_STATUSES(PEACH2_FW_ENUM)
+#undef PEACH2_FW_ENUM
 };
+
+static inline const char *peach2_fw_status_name(peach2_u32 status)
+{
+	switch (status) {
+#define PEACH2_FW_NAME(name, value, label, text) case value: return label;
+	PEACH2_FW_STATUSES(PEACH2_FW_NAME)
+#undef PEACH2_FW_NAME
+	default: return "unknown";
+	}
+}
+
+static inline const char *peach2_fw_status_text(peach2_u32 status)
+{
+	switch (status) {
+#define PEACH2_FW_TEXT(name, value, label, text) case value: return text;
+	PEACH2_FW_STATUSES(PEACH2_FW_TEXT)
+#undef PEACH2_FW_TEXT
+	default: return "unknown";
+	}
+}
 
 #define PEACH2_FW_MAGIC        0x57463250u /* "P2FW" */
 #define PEACH2_FW_FORMAT       1u
@@ -396,45 +426,87 @@ enum peach2_port {
 };
 #define PEACH2_NR_LINKS 3 /* E, W, S: PEACH2_REG_LINK(p - 1) */
 
-/* Error codes (ERR_STATUS bits 0..7, LAST_ERR, ERR_BY_CODE index). */
+/*
+ * Error codes (ERR_STATUS bits 0..7, LAST_ERR, ERR_BY_CODE index), one table
+ * for every part: X(name, code, text) gives enum peach2_err
+ * (PEACH2_ERR_<name>), peach2_err_name() (the symbolic name, as sysfs and
+ * libtca print it) and peach2_err_text() (a phrase for logs). Read-proxy
+ * codes: the target card answers RP_FULL/RP_OFF itself (flow control:
+ * counted in RP_RX_REFUSED, not raised as errors) and raises RP_BAD_PACKET;
+ * the other RP_ codes are the target driver's answers in a completion
+ * record. docs/hardware.md §4 says when each is raised.
+ */
+#define PEACH2_ERRORS(X) \
+	X(NONE,             0, "none") \
+	X(NO_SUCH_NODE,     1, "no such node") /* window store to node >= node count */ \
+	X(LINK_DOWN,        2, "link down") /* route exists but its link is down */ \
+	X(NO_ROUTE,         3, "no route") /* no port leads to the node */ \
+	X(READ_UNSUPPORTED, 4, "read from write-only window") \
+	X(BAD_TARGET,       5, "bad target address") /* delivered write outside host/card memory */ \
+	X(NO_GPU,           6, "no GPU at address") /* write to a GPU region: none emulated */ \
+	X(BAD_PACKET,       7, "bad packet") /* malformed packet on a link: link reset */ \
+	X(TX_OVERFLOW,      8, "link send queue overflow") /* packet dropped */ \
+	X(DMA_WRITE,        9, "host memory rejected write") /* a delivered write */ \
+	X(BAD_REG,         10, "bad register access") /* undefined register, bad size */ \
+	X(HOP_LIMIT,       11, "hop limit exceeded") \
+	X(NOT_REGISTERED,  12, "write outside registered buffers") \
+	X(BAD_COMMAND,     13, "bad command") /* malformed command to the card */ \
+	X(DMA_ALIGN,       14, "DMA alignment restriction") /* alignment, low 4 bits, length */ \
+	X(DMA_ZERO_LEN,    15, "DMA descriptor of length 0") \
+	X(DMA_LOOP,        16, "DMA descriptor loop") /* a chain revisits a descriptor */ \
+	X(DMA_CHAIN_LONG,  17, "DMA chain too long") /* > PEACH2_DMA_MAX_CHAIN descriptors */ \
+	X(DMA_BAD_INDEX,   18, "DMA descriptor index out of range") /* >= PEACH2_DESC_MAX */ \
+	X(DMA_BAD_DESC,    19, "malformed DMA descriptor") /* flags, block/IMM fields, too long */ \
+	X(DMA_READ,        20, "DMA read failed") /* a source or host descriptor */ \
+	X(DMA_BUSY,        21, "DMA channel busy") /* start while the channel is busy */ \
+	X(DMA_ABORTED,     22, "DMA aborted") /* CTRL.ABORT or a device reset */ \
+	X(RP_FULL,         23, "read-proxy request ring full") /* retry later */ \
+	X(RP_OFF,          24, "read proxy not enabled") /* target has no ring (no driver) */ \
+	X(RP_BAD_REQUEST,  25, "bad read-proxy request") /* version, op, len, address */ \
+	X(RP_NOT_EXPORTED, 26, "memory not exported") /* no such export, wrong key, op */ \
+	X(RP_RANGE,        27, "outside the export") \
+	X(RP_REPLAY,       28, "replayed read-proxy request") /* seq not newer */ \
+	X(RP_BAD_PACKET,   29, "unanswerable read-proxy request") /* bad cpl: dropped */
+
 enum peach2_err {
-	PEACH2_ERR_NONE = 0,
-	PEACH2_ERR_NO_SUCH_NODE = 1,  /* window store to node >= node count */
-	PEACH2_ERR_LINK_DOWN = 2,     /* route exists but its link is down */
-	PEACH2_ERR_NO_ROUTE = 3,      /* no port leads to the node */
-	PEACH2_ERR_READ_UNSUPPORTED = 4, /* load from the window (write-only) */
-	PEACH2_ERR_BAD_TARGET = 5,    /* delivered write outside host/card memory */
-	PEACH2_ERR_NO_GPU = 6,        /* write to a GPU region: none emulated */
-	PEACH2_ERR_BAD_PACKET = 7,    /* malformed packet on a link: link reset */
-	PEACH2_ERR_TX_OVERFLOW = 8,   /* link send queue full: packet dropped */
-	PEACH2_ERR_DMA_WRITE = 9,     /* host memory rejected a delivered write */
-	PEACH2_ERR_BAD_REG = 10,      /* access to an undefined register */
-	PEACH2_ERR_HOP_LIMIT = 11,    /* packet exceeded the hop limit */
-	PEACH2_ERR_NOT_REGISTERED = 12, /* delivered write outside registered buffers */
-	PEACH2_ERR_BAD_COMMAND = 13,  /* malformed command to the card */
-	PEACH2_ERR_DMA_ALIGN = 14,    /* DMA restriction: alignment / low 4 bits / length */
-	PEACH2_ERR_DMA_ZERO_LEN = 15, /* descriptor with length 0 */
-	PEACH2_ERR_DMA_LOOP = 16,     /* descriptor chain revisits a descriptor */
-	PEACH2_ERR_DMA_CHAIN_LONG = 17, /* more than PEACH2_DMA_MAX_CHAIN descriptors */
-	PEACH2_ERR_DMA_BAD_INDEX = 18, /* on-card descriptor index >= PEACH2_DESC_MAX */
-	PEACH2_ERR_DMA_BAD_DESC = 19, /* reserved flags, bad block/IMM fields, too long */
-	PEACH2_ERR_DMA_READ = 20,     /* reading a source or host descriptor failed */
-	PEACH2_ERR_DMA_BUSY = 21,     /* start while the channel is busy */
-	PEACH2_ERR_DMA_ABORTED = 22,  /* stopped by CTRL.ABORT or a device reset */
-	/* Read proxy. The target card answers RP_FULL/RP_OFF itself (flow
-	 * control: counted in RP_RX_REFUSED, not raised as errors) and raises
-	 * RP_BAD_PACKET; the others are the target driver's answers in a
-	 * completion record. */
-	PEACH2_ERR_RP_FULL = 23,      /* target's request ring full: retry later */
-	PEACH2_ERR_RP_OFF = 24,       /* target has no request ring (no driver) */
-	PEACH2_ERR_RP_BAD_REQUEST = 25, /* bad version, op, len or address (a READ
-					 * breaking the DMA rules: DMA_ALIGN) */
-	PEACH2_ERR_RP_NOT_EXPORTED = 26, /* no such export, wrong key, op not allowed */
-	PEACH2_ERR_RP_RANGE = 27,     /* bytes outside the export */
-	PEACH2_ERR_RP_REPLAY = 28,    /* seq not newer than the last from that node */
-	PEACH2_ERR_RP_BAD_PACKET = 29, /* RPREQ the card cannot even answer (bad cpl) */
+#define PEACH2_ERR_ENUM(name, code, text) PEACH2_ERR_##name = code,
+	PEACH2_ERRORS(PEACH2_ERR_ENUM)
+#undef PEACH2_ERR_ENUM
 	PEACH2_ERR_NR_CODES = 32,
 };
+
+/* "DMA_ALIGN" for PEACH2_ERR_DMA_ALIGN; "UNKNOWN" for a code not in the table. */
+static inline const char *peach2_err_name(peach2_u32 code)
+{
+	switch (code) {
+#define PEACH2_ERR_NAME(name, code, text) case code: return #name;
+	PEACH2_ERRORS(PEACH2_ERR_NAME)
+#undef PEACH2_ERR_NAME
+	default: return "UNKNOWN";
+	}
+}
+
+/* "DMA alignment restriction" for PEACH2_ERR_DMA_ALIGN; "unknown" otherwise. */
+static inline const char *peach2_err_text(peach2_u32 code)
+{
+	switch (code) {
+#define PEACH2_ERR_TEXT(name, code, text) case code: return text;
+	PEACH2_ERRORS(PEACH2_ERR_TEXT)
+#undef PEACH2_ERR_TEXT
+	default: return "unknown";
+	}
+}
+
+/* True if @code is in the table. */
+static inline int peach2_err_known(peach2_u32 code)
+{
+	switch (code) {
+#define PEACH2_ERR_KNOWN(name, code, text) case code: return 1;
+	PEACH2_ERRORS(PEACH2_ERR_KNOWN)
+#undef PEACH2_ERR_KNOWN
+	default: return 0;
+	}
+}
 
 /* ---- Link packets ------------------------------------------------------
  * A link is a byte stream (a QEMU chardev: unix socket or TCP). It carries

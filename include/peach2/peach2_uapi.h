@@ -19,6 +19,8 @@
 #include <sys/ioctl.h>
 #endif
 
+#include "peach2_dma_rules.h" /* enum peach2_dma_rule, for the refusal report */
+
 #define PEACH2_ABI_VERSION 4 /* 2: DMA ioctls; 3: read proxy (export, get, atomics);
 			      * 4: pinned memory, names, LOOKUP (TCA Verbs) */
 
@@ -114,6 +116,34 @@ struct peach2_xfer {
 	__u64 imm;            /* value for PEACH2_XFER_IMM */
 };
 
+/*
+ * The rules a transfer's own fields must keep (peach2_dma_rules.h): those of
+ * a card descriptor, with the offsets standing for addresses (buffer chunks
+ * are page aligned, so offsets decide the low bits), plus the fields only a
+ * transfer has. Contiguous transfers may be any length (the driver cuts
+ * them). Buffers, ranges and chunks are the driver's to check.
+ */
+static inline enum peach2_dma_rule peach2_xfer_rule(const struct peach2_xfer *x)
+{
+	__u32 flags = 0;
+
+	if (x->flags & ~PEACH2_XFER_FLAGS_ALL)
+		return PEACH2_DMA_RULE_FLAGS;
+	if (x->flags & PEACH2_XFER_STRIDE_SRC)
+		flags |= PEACH2_DESC_STRIDE_SRC;
+	if (x->flags & PEACH2_XFER_STRIDE_DST)
+		flags |= PEACH2_DESC_STRIDE_DST;
+	if (x->flags & PEACH2_XFER_IMM) {
+		flags |= PEACH2_DESC_IMM;
+		if (x->src_handle || x->src_offset)
+			return PEACH2_DMA_RULE_IMM_FIELDS;
+	} else if (x->imm) {
+		return PEACH2_DMA_RULE_IMM_FIELDS;
+	}
+	return peach2_dma_shape_rule(x->src_offset, x->dst, x->len, x->burst,
+				     x->gap, flags, 1);
+}
+
 /* How to run a submission or a chain. */
 #define PEACH2_DMA_REG_MODE    (1u << 0) /* register mode: exactly one descriptor */
 #define PEACH2_DMA_HOST_DESC   (1u << 1) /* descriptors in host memory, not on-card */
@@ -121,6 +151,28 @@ struct peach2_xfer {
 #define PEACH2_DMA_FLAGS_ALL   0x7u
 #define PEACH2_DMA_ANY_CHANNEL 0xffffffffu
 #define PEACH2_DMA_MAX_XFERS   4096u     /* transfers per submission or chain */
+
+/*
+ * Which transfer the driver refused, and why. CHAIN_CREATE and DMA_START
+ * (one-shot lists) check every transfer before the card is touched; when one
+ * breaks a rule they fail (EINVAL, or ENOENT for an unknown handle) and write
+ * this pair into the request: `bad_xfer`, the index of the first refused
+ * transfer in `xfers`, and `bad_rule`, an enum peach2_dma_rule
+ * (peach2_dma_rules.h). On input the pair must be 0, as the reserved field
+ * it replaces had to be; the driver writes it only on such a refusal, so
+ * bad_rule 0 after a failure means no transfer was named (the request was
+ * refused for another reason: flags, count, a chain id, descriptor room),
+ * or the driver predates the report.
+ *
+ * Compatibility: the pair took the place of reserved[0] without an ABI
+ * version change: old programs zero it (as they had to) and old drivers
+ * leave it alone, so both keep working; a new program on an old driver
+ * reads bad_rule 0.
+ */
+struct peach2_xfer_refusal {
+	__u32 bad_xfer;       /* out: index into xfers (in: 0) */
+	__u32 bad_rule;       /* out: enum peach2_dma_rule, 0 = none named (in: 0) */
+};
 
 /* Build a chain once (descriptors stay in on-card or host memory, buffers
  * stay referenced), start it many times, destroy it when done. */
@@ -131,7 +183,8 @@ struct peach2_chain_create {
 			       * (one descriptor) or 0 */
 	__u32 chain;          /* out: chain id of this fd, never 0 */
 	__u32 nr_desc;        /* out: card descriptors after splitting */
-	__u64 reserved[2];    /* must be 0 */
+	struct peach2_xfer_refusal refusal; /* out, on refusal: see above */
+	__u64 reserved;       /* must be 0 */
 };
 
 struct peach2_chain_destroy {
@@ -154,7 +207,8 @@ struct peach2_dma_start {
 	__u32 timeout_ms;     /* in: with PEACH2_DMA_WAIT; 0 = no limit */
 	__u32 status;         /* out (WAIT): 0 done, else a peach2_err code */
 	__u64 ticket;         /* out: completion ticket, increasing per fd */
-	__u64 reserved[2];    /* must be 0 */
+	struct peach2_xfer_refusal refusal; /* out, on refusal: see above */
+	__u64 reserved;       /* must be 0 */
 };
 
 /* Wait for a ticket. Returns 0 with `status` filled, -ETIMEDOUT, or

@@ -4,6 +4,7 @@
 #include "api_guard.hpp"
 #include "dma_flags.hpp"
 #include "dma_resolve.hpp"
+#include "dma_rules.hpp"
 #include "dma_runs.hpp"
 #include "library.hpp"
 
@@ -52,7 +53,7 @@ int create(std::span<const tcaDmaXfer> xfers, const DmaMode &m, tcaChain *out)
 		req.flags = m.desc;
 		if (int rc = port.call(PEACH2_IOC_CHAIN_CREATE, &req)) {
 			destroy_driver_chains(port, &chain.driver_ids);
-			return driver_error(rc);
+			return driver_error(refusal_error(rc, req.refusal));
 		}
 		chain.driver_ids.push_back(req.chain);
 		chain.descriptors += req.nr_desc;

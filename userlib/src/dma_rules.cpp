@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
+// The library's view of the PEACH2 DMA rules: peach2_dma_rules.h (shared
+// with the card model and the driver) answered in TCA_E* codes.
 #include "dma_rules.hpp"
 
 #include <tca/tca.h>
 
-#include <peach2/peach2_hw.h>
+#include <peach2/peach2_dma_rules.h>
 
 #include <cerrno>
 
@@ -11,22 +13,13 @@ namespace tca {
 
 int check_alignment(std::uint64_t src_addr, std::uint64_t dst_addr, std::uint64_t len) noexcept
 {
-	if (src_addr % 4 || dst_addr % 4 || len % 4 || (src_addr ^ dst_addr) % 16)
-		return TCA_EALIGN;
-	return 0;
+	return peach2_dma_align_rule(src_addr, dst_addr, len) ? TCA_EALIGN : 0;
 }
 
 bool stride_span(std::uint64_t len, std::uint32_t burst, std::uint32_t gap,
 		 std::uint64_t *span) noexcept
 {
-	const std::uint64_t blocks = (len - 1) / burst; // whole blocks before the last
-	const std::uint64_t last = len - blocks * burst;
-	std::uint64_t s = 0;
-	if (__builtin_mul_overflow(blocks, static_cast<std::uint64_t>(burst) + gap, &s) ||
-	    __builtin_add_overflow(s, last, &s))
-		return false;
-	*span = s;
-	return true;
+	return peach2_stride_span(len, burst, gap, span) == 0;
 }
 
 int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst,
@@ -35,13 +28,13 @@ int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst,
 	if (stride & ~(TCA_DMA_STRIDE_SRC | TCA_DMA_STRIDE_DST))
 		return -EINVAL;
 	*src_span = *dst_span = len;
-	if (burst == 0)
-		return (gap || stride) ? TCA_ESTRIDE : 0;
 	const bool src = stride & TCA_DMA_STRIDE_SRC, dst = stride & TCA_DMA_STRIDE_DST;
-	if (!src && !dst)
+	const std::uint32_t flags = (src ? PEACH2_DESC_STRIDE_SRC : 0u) |
+				    (dst ? PEACH2_DESC_STRIDE_DST : 0u);
+	if (peach2_dma_block_rule(burst, gap, flags))
 		return TCA_ESTRIDE;
-	if (burst % 4 || gap % 4 || (src != dst && gap % 16))
-		return TCA_ESTRIDE;
+	if (burst == 0)
+		return 0;
 	// Never split (a block pattern has no natural cut), so one descriptor.
 	if (len == 0 || len > PEACH2_DMA_MAX_LEN)
 		return TCA_ESTRIDE;
@@ -60,6 +53,30 @@ int check_notify(std::uint64_t addr, std::uint32_t len) noexcept
 	if (len != 4 && len != 8)
 		return -EINVAL;
 	return addr % len ? TCA_EALIGN : 0;
+}
+
+int refusal_error(int rc, const peach2_xfer_refusal &why) noexcept
+{
+	switch (why.bad_rule) {
+	case PEACH2_DMA_RULE_OK:
+	case PEACH2_DMA_RULE_NO_BUFFER:
+		return rc; // nothing named, or -ENOENT for a handle: the driver's errno says it
+	case PEACH2_DMA_RULE_SRC_RANGE:
+	case PEACH2_DMA_RULE_DST_RANGE:
+	case PEACH2_DMA_RULE_REMOTE:
+		return TCA_ERANGE;
+	case PEACH2_DMA_RULE_BLOCK_FIELDS:
+	case PEACH2_DMA_RULE_BLOCK_ALIGN:
+	case PEACH2_DMA_RULE_BLOCK_GAP16:
+	case PEACH2_DMA_RULE_TOO_LONG:
+	case PEACH2_DMA_RULE_CHUNK:
+		return TCA_ESTRIDE;
+	default:
+		return peach2_dma_rule_err(static_cast<peach2_dma_rule>(why.bad_rule)) ==
+				       PEACH2_ERR_DMA_ALIGN
+			       ? TCA_EALIGN
+			       : rc;
+	}
 }
 
 } // namespace tca

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The PEACH2 DMA restrictions (docs/hardware.md §6), checked in the library
-// before a request reaches the driver: a violation then has its own error
-// code (TCA_EALIGN, TCA_ESTRIDE) instead of the driver's generic -EINVAL,
-// and nothing has started. Pure functions, unit-tested.
+// The PEACH2 DMA restrictions (docs/hardware.md §6; one definition in
+// include/peach2/peach2_dma_rules.h), checked in the library before a
+// request reaches the driver, so that a request of several runs fails before
+// any of them has started. A violation has its own error code (TCA_EALIGN,
+// TCA_ESTRIDE); so has a transfer the driver refuses (refusal_error). Pure
+// functions, unit-tested.
 #pragma once
+
+#include <peach2/peach2_uapi.h>
 
 #include <cstdint>
 
@@ -30,5 +34,11 @@ int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst,
 // A completion word: 4 or 8 bytes at an address that is a multiple of its
 // size (so it never crosses a page, hence never a chunk). 0 or TCA_EALIGN.
 int check_notify(std::uint64_t addr, std::uint32_t len) noexcept;
+
+// A driver refusal (rc, -errno) in library terms, from the rule the driver
+// named for the refused transfer (struct peach2_xfer_refusal): TCA_EALIGN,
+// TCA_ESTRIDE, TCA_ERANGE; rc itself when it named none, or a rule with no
+// library code of its own.
+int refusal_error(int rc, const peach2_xfer_refusal &why) noexcept;
 
 } // namespace tca

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "dma_runs.hpp"
 
+#include "dma_rules.hpp"
 #include "dma_ticket.hpp"
 
 #include <algorithm>
@@ -36,7 +37,7 @@ int start_one(DmaStarter &s, const DmaRun &r, const DmaMode &m, tcaDmaTicket *t)
 	}
 	if (rc) {
 		*t = tcaDmaTicket{};
-		return driver_error(rc);
+		return driver_error(refusal_error(rc, req.refusal));
 	}
 	*t = tcaDmaTicket{req.ticket, 1, 0};
 	return m.wait ? collect_ticket(s.port, t, m.timeout_ms, false) : 0;
@@ -56,7 +57,7 @@ int start_several(DmaStarter &s, std::span<const DmaRun> runs, const DmaMode &m,
 			peach2_dma_start req = start_request(r, m, channel);
 			rc = s.port.call(PEACH2_IOC_DMA_START, &req);
 			if (rc) {
-				rc = driver_error(rc);
+				rc = driver_error(refusal_error(rc, req.refusal));
 				break;
 			}
 			if (started.left == 0)

@@ -19,44 +19,6 @@ const char* port_name(unsigned port) {
     return port < PEACH2_NR_PORTS ? names[port] : "?";
 }
 
-const char* err_name(peach2_err code) {
-    switch (code) {
-    case PEACH2_ERR_NONE: return "none";
-    case PEACH2_ERR_NO_SUCH_NODE: return "no such node";
-    case PEACH2_ERR_LINK_DOWN: return "link down";
-    case PEACH2_ERR_NO_ROUTE: return "no route";
-    case PEACH2_ERR_READ_UNSUPPORTED: return "read from write-only window";
-    case PEACH2_ERR_BAD_TARGET: return "bad target address";
-    case PEACH2_ERR_NO_GPU: return "no GPU at address";
-    case PEACH2_ERR_BAD_PACKET: return "bad packet";
-    case PEACH2_ERR_TX_OVERFLOW: return "link send queue overflow";
-    case PEACH2_ERR_DMA_WRITE: return "host memory rejected write";
-    case PEACH2_ERR_BAD_REG: return "bad register access";
-    case PEACH2_ERR_HOP_LIMIT: return "hop limit exceeded";
-    case PEACH2_ERR_NOT_REGISTERED: return "write outside registered buffers";
-    case PEACH2_ERR_BAD_COMMAND: return "bad command";
-    case PEACH2_ERR_DMA_ALIGN: return "DMA alignment restriction";
-    case PEACH2_ERR_DMA_ZERO_LEN: return "DMA descriptor of length 0";
-    case PEACH2_ERR_DMA_LOOP: return "DMA descriptor loop";
-    case PEACH2_ERR_DMA_CHAIN_LONG: return "DMA chain too long";
-    case PEACH2_ERR_DMA_BAD_INDEX: return "DMA descriptor index out of range";
-    case PEACH2_ERR_DMA_BAD_DESC: return "malformed DMA descriptor";
-    case PEACH2_ERR_DMA_READ: return "DMA read failed";
-    case PEACH2_ERR_DMA_BUSY: return "DMA channel busy";
-    case PEACH2_ERR_DMA_ABORTED: return "DMA aborted";
-    case PEACH2_ERR_RP_FULL: return "read-proxy request ring full";
-    case PEACH2_ERR_RP_OFF: return "read proxy not enabled";
-    case PEACH2_ERR_RP_BAD_REQUEST: return "bad read-proxy request";
-    case PEACH2_ERR_RP_NOT_EXPORTED: return "memory not exported";
-    case PEACH2_ERR_RP_RANGE: return "outside the export";
-    case PEACH2_ERR_RP_REPLAY: return "replayed read-proxy request";
-    case PEACH2_ERR_RP_BAD_PACKET: return "unanswerable read-proxy request";
-    default: return "unknown";
-    }
-}
-
-
-
 bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
 
@@ -601,7 +563,7 @@ void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what) 
         err_addr_ = addr;
     }
     log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) +
-                                    ": " + err_name(code) + " (" + what + ") at " + hex(addr));
+                                    ": " + peach2_err_text(code) + " (" + what + ") at " + hex(addr));
     raise_interrupt(PEACH2_INT_ERROR);
 }
 

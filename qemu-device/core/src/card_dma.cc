@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "card.h"
+#include "peach2/peach2_dma_rules.h"
 #include "util.h"
 
 namespace peach2 {
@@ -150,36 +151,11 @@ void Card::dma_start(unsigned ch, bool reg_mode) {
     kick();
 }
 
-// The PEACH2 restrictions and this model's own limits, checked before a
-// single byte moves, so a bad request writes nothing.
+// The PEACH2 restrictions (peach2_dma_rules.h, shared with the driver and
+// libtca), checked before a single byte moves, so a bad request writes
+// nothing.
 peach2_err Card::dma_validate(const peach2_desc& d) const {
-    if (d.flags & ~PEACH2_DESC_FLAGS_ALL)
-        return PEACH2_ERR_DMA_BAD_DESC;
-    if (d.len == 0)
-        return PEACH2_ERR_DMA_ZERO_LEN;
-    if (d.flags & PEACH2_DESC_IMM) {
-        if ((d.len != 4 && d.len != 8) || d.burst || d.gap ||
-            (d.flags & (PEACH2_DESC_STRIDE_SRC | PEACH2_DESC_STRIDE_DST)))
-            return PEACH2_ERR_DMA_BAD_DESC;
-        return d.dst % 4 ? PEACH2_ERR_DMA_ALIGN : PEACH2_ERR_NONE;
-    }
-    if (d.len > PEACH2_DMA_MAX_LEN)
-        return PEACH2_ERR_DMA_BAD_DESC;
-    if (d.src % 4 || d.dst % 4 || d.len % 4 || (d.src ^ d.dst) & 0xf)
-        return PEACH2_ERR_DMA_ALIGN;
-    const bool ssrc = d.flags & PEACH2_DESC_STRIDE_SRC;
-    const bool sdst = d.flags & PEACH2_DESC_STRIDE_DST;
-    if (d.burst == 0)
-        return (d.gap || ssrc || sdst) ? PEACH2_ERR_DMA_BAD_DESC : PEACH2_ERR_NONE;
-    if (!ssrc && !sdst)
-        return PEACH2_ERR_DMA_BAD_DESC;
-    if (d.burst % 4 || d.gap % 4)
-        return PEACH2_ERR_DMA_ALIGN;
-    // With the gap on one side only, every block must still keep source and
-    // destination on equal low 4 address bits.
-    if (ssrc != sdst && d.gap % 16)
-        return PEACH2_ERR_DMA_ALIGN;
-    return PEACH2_ERR_NONE;
+    return peach2_dma_rule_err(peach2_desc_rule(&d));
 }
 
 peach2_err Card::dma_fetch(DmaChannel& c) {

@@ -128,7 +128,7 @@ void Card::fw_load() {
     if (r.status != PEACH2_FW_OK) {
         fw_status_ = r.status;
         log(PEACH2_LOG_GUEST_ERROR, "peach2 node " + std::to_string(cfg_.node_id) +
-                                        ": firmware refused (" + fw::status_name(r.status) +
+                                        ": firmware refused (" + peach2_fw_status_text(r.status) +
                                         "): " + r.why + "; links held down");
         if (!links_held_) {
             links_held_ = true;

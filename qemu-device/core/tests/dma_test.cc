@@ -3,6 +3,7 @@
 
 #include "fake_host.h"
 #include "packet.h"
+#include "peach2/peach2_dma_rules.h"
 
 namespace peach2::test {
 namespace {
@@ -103,6 +104,43 @@ TEST_F(DmaTest, RegisterModeCopiesAndInterruptsOnItsVector) {
     EXPECT_EQ(host.irqs.back(), PEACH2_INT_VECTOR_DMA(0));
     dma.w(PEACH2_DMA_STATUS, PEACH2_DMA_ST_DONE);
     EXPECT_EQ(dma.status(), 0u);
+}
+
+// One descriptor per card-side rule of peach2_dma_rules.h, each breaking
+// only that rule: the run ends with the rule's card error and moves nothing.
+TEST_F(DmaTest, EveryDescriptorRuleEndsWithItsCardError) {
+    const uint32_t ssrc = PEACH2_DESC_STRIDE_SRC, sdst = PEACH2_DESC_STRIDE_DST;
+    const struct {
+        peach2_dma_rule rule;
+        peach2_desc d;
+    } cases[] = {
+        {PEACH2_DMA_RULE_FLAGS, {0x1000, 0x100000, 64, 0, 0, 0, 1u << 7}},
+        {PEACH2_DMA_RULE_ZERO_LEN, {0x1000, 0x100000, 0, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_IMM_LEN, {7, 0x100000, 6, 0, 0, 0, PEACH2_DESC_IMM}},
+        {PEACH2_DMA_RULE_IMM_FIELDS, {7, 0x100000, 4, 16, 0, 0, PEACH2_DESC_IMM}},
+        {PEACH2_DMA_RULE_TOO_LONG, {0x1000, 0x100000, PEACH2_DMA_MAX_LEN + 4, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_SRC_ALIGN, {0x1002, 0x100002, 64, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_DST_ALIGN, {0x1000, 0x100002, 64, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_LEN_ALIGN, {0x1000, 0x100000, 62, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_LOW_BITS, {0x1000, 0x100004, 64, 0, 0, 0, 0}},
+        {PEACH2_DMA_RULE_BLOCK_FIELDS, {0x1000, 0x100000, 64, 0, 16, 0, 0}},
+        {PEACH2_DMA_RULE_BLOCK_ALIGN, {0x1000, 0x100000, 64, 6, 0, 0, sdst}},
+        {PEACH2_DMA_RULE_BLOCK_GAP16, {0x1000, 0x100000, 64, 16, 8, 0, ssrc}},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(peach2_dma_rule_name(c.rule));
+        ASSERT_EQ(peach2_desc_rule(&c.d), c.rule);
+        peach2_desc d = c.d;
+        d.flags |= PEACH2_DESC_LAST;
+        card_desc(0, d);
+        dma.chain(0);
+        dma.run();
+        EXPECT_EQ(dma.status() & PEACH2_DMA_ST_ERROR, PEACH2_DMA_ST_ERROR);
+        EXPECT_EQ(dma.code(), static_cast<uint32_t>(peach2_dma_rule_err(c.rule)));
+        EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), 0u);
+        dma.w(PEACH2_DMA_STATUS, PEACH2_DMA_ST_ERROR);
+    }
+    EXPECT_TRUE(zero(0x100000, 4096));
 }
 
 TEST_F(DmaTest, OnCardChainRunsEveryDescriptor) {

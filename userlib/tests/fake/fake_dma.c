@@ -6,6 +6,7 @@
  * mode = one descriptor, 1024 on-card descriptors), then the copy at once,
  * inside the ioctl, through the window mapping (every node's memory at its
  * global address). A ticket is therefore complete as soon as it exists.
+ * A refused transfer is named in the request's `refusal`, as the driver does.
  * What it cannot model: timing, concurrency, card errors, poll().
  */
 #define _GNU_SOURCE
@@ -58,61 +59,45 @@ static int one_chunk(const struct fake_alloc *a, uint64_t off, uint64_t len)
 	return c && off + len <= c->offset + c->len;
 }
 
-static uint64_t span_of(const struct peach2_xfer *x)
-{
-	uint64_t blocks = (x->len - 1) / x->burst;
-	return blocks * (uint64_t)(x->burst + x->gap) + (x->len - blocks * x->burst);
-}
-
-/* As peach2_xfer_check in driver/dma.c. */
-static int check_xfer(const struct peach2_xfer *x, struct fake_alloc **srcp, struct fake_alloc **dstp)
+/* As peach2_xfer_check in driver/dma.c: PEACH2_DMA_RULE_OK or the rule broken. */
+static enum peach2_dma_rule check_xfer(const struct peach2_xfer *x, struct fake_alloc **srcp,
+				       struct fake_alloc **dstp)
 {
 	int imm = x->flags & PEACH2_XFER_IMM;
-	int ssrc = x->flags & PEACH2_XFER_STRIDE_SRC, sdst = x->flags & PEACH2_XFER_STRIDE_DST;
-	uint64_t sspan = x->len, dspan = x->len;
+	uint64_t sspan = x->len, dspan = x->len, span;
 	struct fake_alloc *src = NULL, *dst = NULL;
+	enum peach2_dma_rule rule = peach2_xfer_rule(x);
 
-	if (x->flags & ~PEACH2_XFER_FLAGS_ALL)
-		return -EINVAL;
-	if (imm) {
-		if (x->src_handle || x->src_offset || x->burst || x->gap || ssrc || sdst ||
-		    (x->len != 4 && x->len != 8))
-			return -EINVAL;
-	} else {
-		if (x->imm || !x->len || (!x->burst && (x->gap || ssrc || sdst)) ||
-		    (x->burst && !ssrc && !sdst))
-			return -EINVAL;
-	}
-	if (x->dst % 4 || (!imm && (x->src_offset % 4 || x->len % 4 || (x->src_offset ^ x->dst) % 16)))
-		return -EINVAL;
-	if (x->burst && (x->burst % 4 || x->gap % 4 || (!ssrc != !sdst && x->gap % 16)))
-		return -EINVAL;
+	if (rule)
+		return rule;
 	if (x->burst) {
-		if (ssrc)
-			sspan = span_of(x);
-		if (sdst)
-			dspan = span_of(x);
+		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
+			return PEACH2_DMA_RULE_TOO_LONG;
+		if (x->flags & PEACH2_XFER_STRIDE_SRC)
+			sspan = span;
+		if (x->flags & PEACH2_XFER_STRIDE_DST)
+			dspan = span;
 	}
 	if (!imm && !(src = find_alloc(x->src_handle)))
-		return -ENOENT;
+		return PEACH2_DMA_RULE_NO_BUFFER;
 	if (x->dst_handle && !(dst = find_alloc(x->dst_handle)))
-		return -ENOENT;
+		return PEACH2_DMA_RULE_NO_BUFFER;
 	if (src && !range_ok(src->size, x->src_offset, sspan))
-		return -EINVAL;
+		return PEACH2_DMA_RULE_SRC_RANGE;
 	if (dst && !range_ok(dst->size, x->dst, dspan))
-		return -EINVAL;
+		return PEACH2_DMA_RULE_DST_RANGE;
 	if (!dst) {
 		uint64_t node = x->dst >> PEACH2_SLICE_SHIFT;
 		if (node >= node_count || node == node_id ||
 		    !range_ok(FAKE_MEM, PEACH2_ADDR_OFFSET(x->dst), dspan))
-			return -EINVAL;
+			return PEACH2_DMA_RULE_REMOTE;
 	}
 	if ((x->burst || imm) && ((src && !one_chunk(src, x->src_offset, sspan)) ||
 				  (dst && !one_chunk(dst, x->dst, dspan))))
-		return -EINVAL;
+		return PEACH2_DMA_RULE_CHUNK;
 	*srcp = src;
 	*dstp = dst;
-	return 0;
+	return PEACH2_DMA_RULE_OK;
 }
 
 /* Descriptors the driver would build for a checked transfer. */
@@ -186,24 +171,40 @@ static void run_xfer(const struct peach2_xfer *x, const struct fake_alloc *src,
 	}
 }
 
-/* Check a list and count its descriptors: 0 or -errno. */
-static int check_list(const struct peach2_xfer *x, uint32_t count, uint32_t flags, uint64_t *descs)
+/* Check a list and count its descriptors: 0 or -errno; a refused transfer
+ * is named in *why, as the driver does. */
+static int check_list(const struct peach2_xfer *x, uint32_t count, uint32_t flags, uint64_t *descs,
+		      struct peach2_xfer_refusal *why)
 {
+	enum peach2_dma_rule rule = PEACH2_DMA_RULE_OK;
 	struct fake_alloc *s, *d;
+	uint32_t i, first_extra = 0;
+
 	*descs = 0;
 	if (count == 0 || count > PEACH2_DMA_MAX_XFERS)
 		return -EINVAL;
-	for (uint32_t i = 0; i < count; ++i) {
-		int rc = check_xfer(&x[i], &s, &d);
-		if (rc)
-			return rc;
-		*descs += count_descs(&x[i], s, d);
+	for (i = 0; i < count; ++i) {
+		uint64_t n;
+		if ((rule = check_xfer(&x[i], &s, &d)))
+			break;
+		n = count_descs(&x[i], s, d);
+		if (*descs + n > PEACH2_DMA_MAX_CHAIN) {
+			rule = PEACH2_DMA_RULE_TOO_MANY;
+			break;
+		}
+		if (*descs <= 1 && *descs + n > 1)
+			first_extra = i;
+		*descs += n;
 	}
-	if ((flags & PEACH2_DMA_REG_MODE) && *descs != 1)
-		return -EINVAL;
-	if (*descs > PEACH2_DMA_MAX_CHAIN)
-		return -EINVAL;
-	return 0;
+	if (!rule && (flags & PEACH2_DMA_REG_MODE) && *descs != 1) {
+		rule = PEACH2_DMA_RULE_REG_MODE;
+		i = first_extra;
+	}
+	if (!rule)
+		return 0;
+	why->bad_xfer = i;
+	why->bad_rule = rule;
+	return rule == PEACH2_DMA_RULE_NO_BUFFER ? -ENOENT : -EINVAL;
 }
 
 static void run_list(const struct peach2_xfer *x, uint32_t count)
@@ -225,10 +226,10 @@ static int chain_create(struct peach2_chain_create *c)
 {
 	const uint32_t modes = PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE;
 	uint64_t descs;
-	if (c->reserved[0] || c->reserved[1] || (c->flags & ~modes) || (c->flags & modes) == modes)
+	if (c->reserved || c->refusal.bad_xfer || c->refusal.bad_rule || (c->flags & ~modes) || (c->flags & modes) == modes)
 		return -EINVAL;
 	const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)c->xfers;
-	int rc = check_list(x, c->count, c->flags, &descs);
+	int rc = check_list(x, c->count, c->flags, &descs, &c->refusal);
 	if (rc)
 		return rc;
 	if (!card_room(c->flags, descs))
@@ -288,7 +289,7 @@ static int dma_start(struct peach2_dma_start *s)
 {
 	const uint32_t modes = PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE;
 	uint64_t descs;
-	if (s->reserved[0] || s->reserved[1] || (s->flags & ~PEACH2_DMA_FLAGS_ALL) ||
+	if (s->reserved || s->refusal.bad_xfer || s->refusal.bad_rule || (s->flags & ~PEACH2_DMA_FLAGS_ALL) ||
 	    (s->flags & modes) == modes ||
 	    (s->channel >= PEACH2_DMA_CHANNELS && s->channel != PEACH2_DMA_ANY_CHANNEL) ||
 	    (!(s->flags & PEACH2_DMA_WAIT) && s->timeout_ms))
@@ -302,7 +303,7 @@ static int dma_start(struct peach2_dma_start *s)
 		run_list(c->x, c->count);
 	} else {
 		const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)s->xfers;
-		int rc = check_list(x, s->count, s->flags, &descs);
+		int rc = check_list(x, s->count, s->flags, &descs, &s->refusal);
 		if (rc)
 			return rc;
 		if (!card_room(s->flags, descs))

@@ -216,7 +216,7 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 	const struct fake_alloc *r = &allocs[s->reply_handle - 1];
 	const struct peach2_chunk *rc = chunk_of(r->chunk, r->nr, s->reply_offset);
 	const uint64_t reply_bus = PEACH2_ADDR_OFFSET(rc->global_addr) + (s->reply_offset - rc->offset);
-	if ((reply_bus ^ s->addr) & 15)
+	if (peach2_dma_align_rule(s->addr, reply_bus, s->len))
 		return PEACH2_ERR_DMA_ALIGN;
 	for (uint64_t done = 0; done < s->len;) {
 		uint64_t room = 0;
