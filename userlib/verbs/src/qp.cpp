@@ -208,6 +208,7 @@ int Qp::connect(const ibv_qp_attr &a)
 		return EINVAL;
 	}
 	peer_info_ = info;
+	loopback_ = node == eng_.node_id();
 	if (int rc = stage_.alloc(peer_.size())) {
 		peer_.close();
 		return to_errno(rc);
@@ -246,6 +247,7 @@ void Qp::reset()
 	peer_.close();
 	stage_.reset();
 	peer_lost_ = false;
+	loopback_ = false;
 	mr_cache_.clear();
 	bounce_free_ = (1u << kBounceSlots) - 1;
 	acked_sent_ = 0;

@@ -194,6 +194,10 @@ private:
 	std::unique_ptr<TxRings> tx_;
 	std::unique_ptr<RxRings> rx_;
 	bool peer_lost_ = false;
+	// The peer is on this node: the driver does not DMA between two
+	// processes of one node, so everything goes by PIO (through the card's
+	// loopback, filtered like any remote write).
+	bool loopback_ = false;
 	// Remote MRs this QP used, by rkey (on the peer's node), with their leases.
 	std::unordered_map<std::uint32_t, std::unique_ptr<RemoteRange>> mr_cache_;
 

@@ -319,7 +319,7 @@ bool Qp::emit_ll(const wire::Header &hdr, const SendOp *op, std::uint64_t from, 
 	if (peer_.pieces(off, wire::kLlSlot, &pieces) || pieces.size() != 1)
 		return false;
 	const RemoteRange::Piece &p = pieces[0];
-	if (!eng_.tune().ll_dma && dma_idle()) {
+	if (loopback_ || (!eng_.tune().ll_dma && dma_idle())) {
 		const std::size_t body = (sizeof h + len + 7) & ~std::size_t{7};
 		if (tcaPut(p.h, p.hoff, s, body) || tcaPut(p.h, p.hoff + wire::kLlPairOff, &pair, sizeof pair))
 			return false;
@@ -412,6 +412,19 @@ Qp::Emit Qp::emit_hb(const wire::Header &hdr, const SendOp *op, std::uint64_t fr
 	std::vector<RemoteRange::Piece> ctrl;
 	if (peer_.pieces(wire::kHbPairOff, 8, &ctrl))
 		return Emit::Error;
+	if (loopback_) {
+		// The same list by PIO: each tcaPut ends with a store fence, so
+		// the pair lands after the record.
+		for (const tcaDmaXfer &x : xfers)
+			if (tcaPut(x.dst, x.dst_offset, x.src, x.len))
+				return Emit::Error;
+		const std::uint64_t v = wire::pack(wire::Pair{records, rx_->consumed()});
+		if (tcaPut(ctrl[0].h, ctrl[0].hoff, &v, sizeof v))
+			return Emit::Error;
+		*seq_out = tx_->push_hb(bytes, at);
+		acked_sent_ = rx_->consumed();
+		return Emit::Sent;
+	}
 	xfers.back().notify = ctrl[0].h;
 	xfers.back().notify_offset = ctrl[0].hoff;
 	xfers.back().notify_value = wire::pack(wire::Pair{records, rx_->consumed()});
@@ -562,7 +575,7 @@ Qp::Start Qp::start_write(SendOp &op)
 	const std::uint64_t dst0 = mr ? global_of(pieces[0].h, pieces[0].hoff) : 0;
 	const std::uint64_t head = (4 - dst0 % 4) % 4;
 	const std::uint64_t tail = (dst0 + op.total) % 4;
-	const bool pio = op.total <= eng_.tune().pio_max || op.total < head + tail + 4;
+	const bool pio = loopback_ || op.total <= eng_.tune().pio_max || op.total < head + tail + 4;
 
 	// Everything that needs room or an idle DMA queue is checked first:
 	// nothing goes out unless all of it can.

@@ -127,7 +127,8 @@ Qp::Start Qp::start_ud(SendOp &op)
 		return Start::Done;
 	}
 	const std::uint64_t body = wire::kUdHeader + ((op.total + 7) & ~std::uint64_t{7});
-	if (op.total <= eng_.tune().pio_max && dma_idle()) {
+	// PIO when small, and always to this node (no DMA between its processes).
+	if ((op.total <= eng_.tune().pio_max && dma_idle()) || op.ud_node == eng_.node_id()) {
 		for (const RemoteRange::Piece &p : pieces) {
 			if (p.pos < body)
 				tcaPut(p.h, p.hoff, b + p.pos, std::min(p.len, body - p.pos));
