@@ -6,6 +6,7 @@
 #include "qp.hpp"
 #include "remote.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -210,6 +211,40 @@ void Engine::kick() noexcept
 	wake_.notify_one();
 }
 
+// Lookups for the leases that are due, made without the lock (each may take
+// a read-proxy round trip), their outcomes applied under it to the QPs that
+// still exist.
+void Engine::renew_leases()
+{
+	struct Job {
+		Qp *qp;
+		Qp::Renewal r;
+		std::uint64_t started;
+		int rc;
+		tcaNameInfo n;
+	};
+	std::vector<Job> jobs;
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		const std::uint64_t t = now();
+		for (Qp *qp : qps) {
+			Job j{qp, {}, t, 0, {}};
+			if (qp->renewal_due(t, &j.r))
+				jobs.push_back(j);
+		}
+	}
+	if (jobs.empty())
+		return;
+	for (Job &j : jobs) {
+		j.started = now();
+		j.rc = tcaLookupName(static_cast<int>(j.r.node), j.r.kind, j.r.name, 0, &j.n);
+	}
+	std::lock_guard<std::mutex> g(lock_);
+	for (Job &j : jobs)
+		if (std::find(qps.begin(), qps.end(), j.qp) != qps.end())
+			j.qp->renewed(j.r, j.rc, j.n, j.started);
+}
+
 void Engine::thread_main()
 {
 	for (;;) {
@@ -228,11 +263,9 @@ void Engine::thread_main()
 				return;
 			kicked_ = false;
 		}
+		renew_leases();
 		std::lock_guard<std::mutex> g(lock_);
 		const std::uint64_t t = now();
-		// Renewals may block (a lookup): they are the thread's alone.
-		for (Qp *qp : qps)
-			qp->background(t);
 		if (t - last_call_ns_.load(std::memory_order_relaxed) < kActiveNs && !armed)
 			continue; // the program drives progress itself
 		for (Qp *qp : qps)

@@ -85,6 +85,7 @@ public:
 
 private:
 	void thread_main();
+	void renew_leases();
 
 	Context &ctx_;
 	Tunables tune_;

@@ -392,16 +392,24 @@ bool Qp::busy() const noexcept
 	return !sq_.empty() || (tx_ && !tx_->all_acked());
 }
 
-void Qp::background(std::uint64_t now)
+bool Qp::renewal_due(std::uint64_t now, Renewal *out) const
+{
+	const ibv_qp_state s = state();
+	if (!peer_.valid() || peer_lost_ ||
+	    (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD) || !peer_.renewal_due(now))
+		return false;
+	*out = Renewal{peer_.node(), peer_.info().kind, peer_.info().name, peer_.info().owner,
+		       peer_.info().size};
+	return true;
+}
+
+void Qp::renewed(const Renewal &r, int rc, const tcaNameInfo &n, std::uint64_t started)
 {
 	if (!peer_.valid() || peer_lost_)
 		return;
-	const ibv_qp_state s = state();
-	if (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD)
-		return;
-	if (!peer_.renewal_due(now))
-		return;
-	if (peer_.renew(now) != 0) {
+	if (r.node != peer_.node() || r.name != peer_.info().name || r.owner != peer_.info().owner)
+		return; // the QP was reset and connected elsewhere meanwhile
+	if (peer_.renewed(rc, n, started) != 0) {
 		// The peer QP is gone (or its node): nothing more may be written.
 		log_debug("QP %#x: peer QP %#x on node %u is gone", qpn_, attr_.dest_qp_num, peer_node_);
 		peer_lost_ = true;

@@ -109,8 +109,16 @@ public:
 	// Everything that can move without blocking: arrivals, acknowledgements,
 	// DMA and read-proxy completions, new operations, timers.
 	void progress(std::uint64_t now);
-	// Work for the progress thread that may block (lease renewals).
-	void background(std::uint64_t now);
+	// Lease renewal of the peer's area, for the progress thread: what to
+	// look up (false: nothing due), then the lookup's outcome. The lookup
+	// itself runs without the Engine lock (it may take a read-proxy round
+	// trip, or a timeout when the peer's node is gone).
+	struct Renewal {
+		std::uint32_t node, kind, name;
+		std::uint64_t owner, size;
+	};
+	bool renewal_due(std::uint64_t now, Renewal *out) const;
+	void renewed(const Renewal &r, int rc, const tcaNameInfo &n, std::uint64_t started);
 	bool busy() const noexcept;
 
 	Cq *send_cq() const noexcept { return scq_; }

@@ -169,6 +169,7 @@ bool Qp::take_packet(const unsigned char *pkt, const wire::Header &h, std::uint6
 				return false;
 			}
 		} else if (!wr) {
+			log_debug("QP %#x: packet %u finds no receive WR: RNR NAK", qpn_, h.seq);
 			rnr_waiting_ = h.seq;
 			send_nak(h.seq, wire::kNakRnr);
 			return false;

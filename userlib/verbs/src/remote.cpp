@@ -44,6 +44,11 @@ int RemoteRange::renew(std::uint64_t now)
 {
 	tcaNameInfo n;
 	const int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, 0, &n);
+	return renewed(rc, n, now);
+}
+
+int RemoteRange::renewed(int rc, const tcaNameInfo &n, std::uint64_t now)
+{
 	if (rc) {
 		log_debug("renewing %s %#x on node %u: %s", first_.kind == TCA_NAME_QP ? "QP" : "key",
 			  first_.name, node_, tcaErrorString(rc));

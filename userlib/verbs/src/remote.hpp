@@ -43,6 +43,8 @@ public:
 	// Looks the name up again: 0 extends the lease; an error means the name
 	// is gone or unreachable (the caller stops writing).
 	int renew(std::uint64_t now_ns);
+	// The same, with a lookup made by the caller (started at started_ns).
+	int renewed(int rc, const tcaNameInfo &n, std::uint64_t started_ns);
 
 private:
 	void set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept;
