@@ -4,9 +4,11 @@
 #   2. DMA latency and bandwidth in every descriptor mode (bench-dma.py)
 #   3. read proxy: get latency/bandwidth and CAS/FAA beside put (bench-get.py),
 #      drawn as build/bench/get.svg (plot-bench.py)
+#   4. TCA Verbs: Debian's perftest beside raw put/DMA/get (bench-verbs.py)
 set -e
 here=$(dirname "$0")
 /usr/bin/python3 "$here/demo.py" --bench "$@"
 /usr/bin/python3 "$here/bench-dma.py"
 /usr/bin/python3 "$here/bench-get.py"
+/usr/bin/python3 "$here/bench-verbs.py"
 exec /usr/bin/python3 "$here/plot-bench.py"
