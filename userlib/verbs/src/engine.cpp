@@ -59,8 +59,10 @@ std::vector<Engine *> &engines()
 void stop_all_at_exit()
 {
 	std::lock_guard<std::mutex> g(engines_lock());
-	for (Engine *e : engines())
+	for (Engine *e : engines()) {
+		e->flush_acks(); // a program that exits without destroying its QPs
 		e->stop_thread();
+	}
 }
 
 } // namespace
@@ -200,6 +202,13 @@ void Engine::progress_all()
 	const std::uint64_t t = now();
 	for (Qp *qp : qps)
 		qp->progress(t);
+}
+
+void Engine::flush_acks()
+{
+	std::lock_guard<std::mutex> g(lock_);
+	for (Qp *qp : qps)
+		qp->flush_ack();
 }
 
 void Engine::kick() noexcept

@@ -82,6 +82,8 @@ public:
 	// thread is stopped before static destructors run (programs often exit
 	// with the device still open).
 	void stop_thread() noexcept;
+	// Sends every acknowledgement still owed (see Qp::send_ack).
+	void flush_acks();
 
 private:
 	void thread_main();

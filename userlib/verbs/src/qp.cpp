@@ -73,6 +73,7 @@ Qp::Qp(Engine &eng, Pd *pd, const ibv_qp_init_attr_ex &init)
 
 Qp::~Qp()
 {
+	send_ack(true); // what we consumed is acknowledged before we go
 	for (SendOp &op : sq_)
 		for (tcaRequest &r : op.rp)
 			if (r.id)
@@ -249,6 +250,8 @@ void Qp::reset()
 	peer_lost_ = false;
 	loopback_ = false;
 	mr_cache_.clear();
+	ack_due_ns_ = 0;
+	hb_owed_ = 0;
 	bounce_free_ = (1u << kBounceSlots) - 1;
 	acked_sent_ = 0;
 	nak_seen_ = nak_count_ = 0;

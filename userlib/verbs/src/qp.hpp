@@ -120,6 +120,7 @@ public:
 	bool renewal_due(std::uint64_t now, Renewal *out) const;
 	void renewed(const Renewal &r, int rc, const tcaNameInfo &n, std::uint64_t started);
 	bool busy() const noexcept;
+	void flush_ack() { send_ack(true); }
 
 	Cq *send_cq() const noexcept { return scq_; }
 	Cq *recv_cq() const noexcept { return rcq_; }
@@ -239,7 +240,10 @@ private:
 	bool cur_valid_ = false;
 	std::uint64_t cur_len_ = 0;
 	ibv_wc_status cur_status_ = IBV_WC_SUCCESS;
-	std::uint32_t acked_sent_ = 0;  // our explicit acks
+	std::uint32_t acked_sent_ = 0;  // the count our peer last got from us
+	std::uint64_t ack_due_ns_ = 0;  // an explicit ack is owed from then on
+	std::uint64_t hb_owed_ = 0;     // HB bytes consumed since the last ack
+	static constexpr std::uint64_t kAckDelayNs = 100000;
 	std::uint16_t nak_count_ = 0;
 	std::uint32_t rnr_waiting_ = 0; // seq we NAKed (RNR); 0: none
 	std::uint32_t retry_seen_ = 0;  // the sender's last retry attempt seen

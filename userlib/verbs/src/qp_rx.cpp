@@ -29,13 +29,31 @@ void Qp::put_word(std::uint64_t off, std::uint64_t v)
 	tcaPut(p[0].h, p[0].hoff, &v, sizeof v);
 }
 
+// An explicit acknowledgement costs a link packet, and most are not needed:
+// the pair of our next packet carries the count anyway (a ping-pong never
+// sends one). So one goes out only when the sender may run short of ring
+// space (a quarter of a ring consumed since the last), when forced, or
+// kAckDelayNs after the first unacknowledged packet (the sender's Send
+// completions wait for it).
 void Qp::send_ack(bool force)
 {
 	if (!rx_ || !peer_.valid())
 		return;
-	if (!force && acked_sent_ == rx_->consumed())
+	const std::uint32_t owed = rx_->consumed() - acked_sent_;
+	if (owed == 0) {
+		ack_due_ns_ = 0;
 		return;
+	}
+	const std::uint64_t now = Engine::now();
+	if (!force && owed < std::max<std::uint32_t>(1, ll_slots_ / 4) && hb_owed_ < hb_bytes_ / 4) {
+		if (!ack_due_ns_)
+			ack_due_ns_ = now + kAckDelayNs;
+		if (now < ack_due_ns_)
+			return;
+	}
 	acked_sent_ = rx_->consumed();
+	ack_due_ns_ = 0;
+	hb_owed_ = 0;
 	put_word(wire::kAckOff, wire::pack(wire::Pair{0, acked_sent_}));
 }
 
@@ -210,8 +228,10 @@ bool Qp::take_packet(const unsigned char *pkt, const wire::Header &h, std::uint6
 		}
 		cur_len_ += h.len;
 	}
-	if (hb_bytes)
+	if (hb_bytes) {
 		rx_->consume_hb(hb_bytes);
+		hb_owed_ += hb_bytes;
+	}
 	else
 		rx_->consume_ll();
 	if (cur_valid_ && ((h.flags & wire::kLast) || h.op == wire::kOpWriteImm)) {

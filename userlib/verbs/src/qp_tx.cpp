@@ -356,6 +356,8 @@ bool Qp::emit_ll(const wire::Header &hdr, const SendOp *op, std::uint64_t from, 
 	}
 	tx_->push_ll();
 	acked_sent_ = rx_->consumed(); // the pair carried our acknowledgement
+	ack_due_ns_ = 0;
+	hb_owed_ = 0;
 	return true;
 }
 
@@ -423,6 +425,8 @@ Qp::Emit Qp::emit_hb(const wire::Header &hdr, const SendOp *op, std::uint64_t fr
 			return Emit::Error;
 		*seq_out = tx_->push_hb(bytes, at);
 		acked_sent_ = rx_->consumed();
+		ack_due_ns_ = 0;
+		hb_owed_ = 0;
 		return Emit::Sent;
 	}
 	xfers.back().notify = ctrl[0].h;
@@ -438,6 +442,8 @@ Qp::Emit Qp::emit_hb(const wire::Header &hdr, const SendOp *op, std::uint64_t fr
 	}
 	*seq_out = tx_->push_hb(bytes, at);
 	acked_sent_ = rx_->consumed();
+	ack_due_ns_ = 0;
+	hb_owed_ = 0;
 	return Emit::Sent;
 }
 

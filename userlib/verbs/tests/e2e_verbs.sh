@@ -27,11 +27,11 @@ pair() {
 	shift 2
 	port=$((port + 1))
 	rm -f "$dir"/mem* "$dir"/mbox* "$dir"/exports* "$dir"/names*
-	(set +e; TCA_FAKE_NODE=0 LD_PRELOAD=$fake timeout 120 "$prog" -p $port "$@" \
+	(set +e; TCA_FAKE_NODE=0 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" \
 		>"$dir/$name.srv.log" 2>&1; echo $? >"$dir/$name.srv.rc") &
 	sleep 0.3
 	set +e
-	TCA_FAKE_NODE=1 LD_PRELOAD=$fake timeout 120 "$prog" -p $port "$@" localhost >"$dir/$name.cli.log" 2>&1
+	TCA_FAKE_NODE=1 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" localhost >"$dir/$name.cli.log" 2>&1
 	crc=$?
 	set -e
 	wait
