@@ -7,8 +7,8 @@ PY      := /usr/bin/python3
 BUILD   := $(or $(PEACH2_BUILD),$(CURDIR)/build)
 export PEACH2_BUILD := $(BUILD)
 
-.PHONY: all deps qemu kernel driver userlib selftests firmware image \
-        core-test userlib-test host-test vm-test check demo bench sparse clean
+.PHONY: all deps qemu kernel driver userlib selftests firmware image model \
+        core-test userlib-test model-test host-test vm-test check demo bench sparse clean
 
 all: qemu image
 
@@ -43,6 +43,11 @@ firmware: deps
 image: driver userlib selftests kernel firmware
 	@scripts/build-initramfs.sh
 
+# peach2-model: predicts real PEACH2 time from card traces (docs/timing-model.md).
+model: deps
+	@cmake -S model -B $(BUILD)/model -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@ninja -C $(BUILD)/model peach2-model peach2-model-bench >/dev/null
+
 core-test: deps
 	@cmake -S qemu-device/core -B $(BUILD)/core -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@ninja -C $(BUILD)/core
@@ -51,7 +56,13 @@ core-test: deps
 userlib-test: userlib
 	@$(MAKE) --no-print-directory -C userlib test
 
-host-test: core-test userlib-test
+# The trace reader and the model under ASan/UBSan, with the calibration test.
+model-test: deps
+	@cmake -S model -B $(BUILD)/model-test -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPEACH2_SANITIZE=ON >/dev/null
+	@ninja -C $(BUILD)/model-test peach2_model_tests peach2-model
+	@ctest --test-dir $(BUILD)/model-test -L model --output-on-failure
+
+host-test: core-test userlib-test model-test
 
 vm-test: qemu image
 	@$(PY) -m pytest tests
@@ -61,7 +72,9 @@ check: host-test vm-test
 demo: qemu image
 	@scripts/run-demo.sh
 
-bench: qemu image
+bench: qemu image model
+	@$(BUILD)/model/peach2-model-bench
+	@$(PY) scripts/plot-model.py
 	@scripts/run-bench.sh
 
 sparse: deps

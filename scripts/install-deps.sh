@@ -20,6 +20,8 @@ PKGS=(
   libibverbs-dev ibverbs-utils perftest
   # static checkers for driver/
   sparse
+  # benchmark charts (scripts/plot-model.py)
+  python3-matplotlib
 )
 
 missing=()
