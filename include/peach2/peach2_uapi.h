@@ -403,8 +403,8 @@ struct peach2_lookup {
 	struct peach2_lookup_piece pieces[]; /* (len - 96) / 16 at most */
 };
 
-#define PEACH2_IOC_PIN       _IOWR(PEACH2_IOC_MAGIC, 0x04, struct peach2_pin)
-#define PEACH2_IOC_PUBLISH   _IOWR(PEACH2_IOC_MAGIC, 0x30, struct peach2_publish)
-#define PEACH2_IOC_UNPUBLISH _IOW(PEACH2_IOC_MAGIC, 0x31, struct peach2_unpublish)
+#define PEACH2_IOC_PIN       _IOWR(PEACH2_IOC_MAGIC, 0x30, struct peach2_pin)
+#define PEACH2_IOC_PUBLISH   _IOWR(PEACH2_IOC_MAGIC, 0x31, struct peach2_publish)
+#define PEACH2_IOC_UNPUBLISH _IOW(PEACH2_IOC_MAGIC, 0x32, struct peach2_unpublish)
 
 #endif /* PEACH2_UAPI_H */
