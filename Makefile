@@ -7,7 +7,7 @@ PY      := /usr/bin/python3
 BUILD   := $(or $(PEACH2_BUILD),$(CURDIR)/build)
 export PEACH2_BUILD := $(BUILD)
 
-.PHONY: all deps qemu kernel driver userlib selftests firmware image model \
+.PHONY: all deps qemu kernel driver userlib selftests firmware guest-root image model \
         core-test userlib-test model-test host-test vm-test check demo bench sparse clean
 
 all: qemu image
@@ -40,7 +40,12 @@ firmware: deps
 	  $(BUILD)/firmware/peach2-fwgen $$t $(BUILD)/firmware/images/$$(echo $$t | tr : -).bin >/dev/null || exit 1; \
 	done
 
-image: driver userlib selftests kernel firmware
+# The Debian root of the guests (packages: scripts/guest/packages.txt), cached in
+# ~/.cache/peach2/guest keyed by the package list and the builder.
+guest-root: deps
+	@$(PY) scripts/build-guest-root.py
+
+image: driver userlib selftests kernel firmware guest-root
 	@scripts/build-initramfs.sh
 
 # peach2-model: predicts real PEACH2 time from card traces (docs/timing-model.md).

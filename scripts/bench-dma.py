@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Boot two nodes, run the DMA benchmark (tca_dma_bench) between them, print the tables.
+"""Boot two nodes, run the DMA benchmark (tca_bench dma) between them, print the tables.
 
     scripts/bench-dma.py              # make bench (after the PIO ping-pong)
     scripts/bench-dma.py --quick      # fewer iterations and bytes, for a smoke run
@@ -8,7 +8,8 @@ Modes: register mode, on-card descriptors, host descriptors, and PIO for compari
 Latency is ping-pong (payload plus a completion word, polled in the receiver's memory),
 bandwidth is a stream of messages back to back; every message is verified in the guest.
 Also measured, for context: a local DMA copy on one node (no link) and the PIO/DMA
-crossover that tcaPutAuto's threshold comes from. Writes build/bench/dma.csv.
+crossover that tcaPutAuto's threshold comes from. Writes build/bench/dma.csv, dma_local.csv
+and crossover.csv (scripts/plot-bench.py draws them).
 
 Targets are reported, not asserted: >= 1 GB/s for 1 MiB transfers between the two VMs,
 and DMA 4 B latency <= 1.5 x PIO 4 B latency (same run). Exit status is non-zero if the
@@ -50,10 +51,13 @@ def targets(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations and bytes")
-    ap.add_argument("--args", default="", help="extra tca_dma_bench arguments (both nodes)")
+    ap.add_argument("--args", default="", help="extra tca_bench dma arguments (both nodes)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
     csv_host = args.csv or bench_csv("dma.csv")
+
+    def csv_dir(name):  # the other CSVs go beside the main one
+        return os.path.join(os.path.dirname(csv_host), name)
     if args.quick:
         bench = "--iters 50 --latency-bytes 8M --stream-bytes 32M --pio-max 16K"
     else:
@@ -67,10 +71,10 @@ def main():
             print("cluster: 2 nodes ready in %.1f s" % (time.monotonic() - t0))
             print("node0 link E: %s" % c.run(0, "cat /sys/class/peach2/peach2-0/link_e")[1].strip())
             t1 = time.monotonic()
-            results = c.run_all(lambda i: "tca_dma_bench --peer %d %s%s"
+            results = c.run_all(lambda i: "tca_bench dma --peer %d %s%s"
                                 % (1 - i, bench, " --csv /tmp/dma.csv" if i == 0 else ""),
                                 timeout=3600)
-            print("tca_dma_bench: %.0f s" % (time.monotonic() - t1))
+            print("tca_bench dma: %.0f s" % (time.monotonic() - t1))
             for i, (rc, out) in enumerate(results):
                 if i == 0 or rc != 0:
                     print("\n=== node%d (%s side), exit %d ===" % (i, "ping" if i == 0 else "pong", rc))
@@ -85,13 +89,15 @@ def main():
                 rows = list(csv.DictReader(io.StringIO(text or "")))
 
             print("\n=== context ===")
-            rc, out = c.run(0, "tca_dma_check local-bw --size 8M --count 32 --mode card", timeout=600)
+            rc, out = c.run(0, "tca_bench dma-local --size 8M --count 32 --mode card "
+                            "--csv /tmp/dma_local.csv", timeout=600)
             print(out.strip().splitlines()[0] if out.strip() else "(no output)")
-            ok &= rc == 0
-            res = c.run_all(lambda i: "tca_dma_check crossover --peer 1 --iters 100" if i == 0
-                            else "tca_dma_check sink --peer 0 --size 1M --linger-ms 1", timeout=600)
+            ok &= rc == 0 and save_guest_csv(c, 0, "/tmp/dma_local.csv", csv_dir("dma_local.csv")) is not None
+            res = c.run_all(lambda i: "tca_bench crossover --peer %d --iters 100%s"
+                            % (1 - i, " --csv /tmp/crossover.csv" if i == 0 else ""), timeout=600)
             print(res[0][1].rstrip())
             ok &= res[0][0] == 0 and res[1][0] == 0
+            ok &= save_guest_csv(c, 0, "/tmp/crossover.csv", csv_dir("crossover.csv")) is not None
 
             print("\n=== targets (reported, not asserted) ===")
             for line in targets(rows):

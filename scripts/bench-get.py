@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Boot two nodes, run the read-proxy benchmark (tca_get_bench) between them, print it.
+"""Boot two nodes, run the read-proxy benchmark (tca_bench get) between them, print it.
 
     scripts/bench-get.py              # make bench (after the PIO and DMA benchmarks)
     scripts/bench-get.py --quick      # fewer iterations and bytes, for a smoke run
@@ -28,7 +28,7 @@ from cluster import Cluster, ClusterError  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations and bytes")
-    ap.add_argument("--args", default="", help="extra tca_get_bench arguments (both nodes)")
+    ap.add_argument("--args", default="", help="extra tca_bench get arguments (both nodes)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
     csv_host = args.csv or bench_csv("get.csv")
@@ -44,10 +44,10 @@ def main():
         with Cluster(2) as c:
             print("cluster: 2 nodes ready in %.1f s" % (time.monotonic() - t0))
             t1 = time.monotonic()
-            results = c.run_all(lambda i: "tca_get_bench --peer %d %s%s"
+            results = c.run_all(lambda i: "tca_bench get --peer %d %s%s"
                                 % (1 - i, bench, " --csv /tmp/get.csv" if i == 0 else ""),
                                 timeout=3600)
-            print("tca_get_bench: %.0f s" % (time.monotonic() - t1))
+            print("tca_bench get: %.0f s" % (time.monotonic() - t1))
             for i, (rc, out) in enumerate(results):
                 print("\n=== node%d (%s), exit %d ===" % (i, "client" if i == 0 else "server", rc))
                 print(out.rstrip())

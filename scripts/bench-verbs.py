@@ -5,7 +5,7 @@ PIO put, DMA put and get from the same run; print the table and the goals.
     scripts/bench-verbs.py            # make bench (after the libtca benchmarks)
     scripts/bench-verbs.py --quick    # fewer iterations, for a smoke run
 
-Raw anchors (tca_get_bench, node 1 serving): PIO put 8 B one-way latency, DMA put
+Raw anchors (tca_bench get, node 1 serving): PIO put 8 B one-way latency, DMA put
 stream at 1 MiB, get 8 B latency and get stream at 1 MiB. Verbs (perftest, node 1 the
 server): ib_send_lat, ib_write_lat (one-way = RTT/2, as perftest reports), ib_read_lat,
 ib_atomic_lat (round trips), at 8 B and 4 KiB; ib_write_bw, ib_send_bw, ib_read_bw at
@@ -57,19 +57,19 @@ def bw_row(out, size):
 def raw_anchors(c, quick):
     bench = ("--iters 30 --latency-bytes 4M --stream-bytes 32M" if quick
              else "--iters 300 --latency-bytes 32M --stream-bytes 128M")
-    cmd = "tca_get_bench --peer %d --sizes 8,1048576 " + bench
+    cmd = "tca_bench get --peer %d --sizes 8,1048576 " + bench
     (rc0, out0), (rc1, out1) = c.run_all(lambda i: cmd % (1 - i), timeout=3600)
     if rc0 or rc1:
-        raise RuntimeError("tca_get_bench failed:\n%s\n%s" % (out0, out1))
-    rows = {}
+        raise RuntimeError("tca_bench get failed:\n%s\n%s" % (out0, out1))
+    rows = {}  # (test, size): [count, min_us, median_us, p99_us, MB/s, verified]
     for line in out0.splitlines():
         f = line.split()
-        if len(f) >= 3 and f[0] in ("put_pio", "dma_put_stream", "get", "get_stream"):
-            rows[(f[0], int(f[1]))] = f[2:]
+        if len(f) == 9 and f[0] in ("put_pio", "dma_put_stream", "get", "get_stream"):
+            rows[(f[0], int(f[2]))] = f[3:]
     def med(test, size):
-        return float(rows[(test, size)][2])  # count, min, median, p99, MB/s
+        return float(rows[(test, size)][2])
     def mbs(test, size):
-        return float(rows[(test, size)][-1])
+        return float(rows[(test, size)][4])
     return {"put_pio_8": med("put_pio", 8), "dma_put_1m": mbs("dma_put_stream", 1048576),
             "get_8": med("get", 8), "get_stream_1m": mbs("get_stream", 1048576)}, out0
 

@@ -9,6 +9,7 @@ QDIR=$PEACH2_CACHE/qemu-$PEACH2_QEMU_VERSION
 BIN=$(peach2_qemu_bin)
 # This checkout's QEMU: scripts/cluster.py boots $PEACH2_BUILD/qemu-system-x86_64.
 use_bin() {
+  touch "$BIN"
   ln -sf "$BIN" "$QDIR/bin/qemu-system-x86_64"
   mkdir -p "$PEACH2_BUILD"
   ln -sfn "$BIN" "$PEACH2_BUILD/qemu-system-x86_64"
@@ -75,6 +76,8 @@ say "building qemu-system-x86_64 (cold: ~5 min on 2 cores; warm: seconds)"
 [ -x "$QDIR/build/qemu-system-x86_64" ] || die "QEMU build produced no binary"
 cp "$QDIR/build/qemu-system-x86_64" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 use_bin
-# Keep only the newest few device builds.
-ls -t "$QDIR"/bin/qemu-system-x86_64-* 2>/dev/null | tail -n +6 | xargs -r rm -f
+# Keep the newest few device builds, and any that a checkout used in the last 3 days
+# (use_bin touches it): other checkouts on this machine boot their own.
+ls -t "$QDIR"/bin/qemu-system-x86_64-* 2>/dev/null | tail -n +6 | \
+  while read -r old; do [ -n "$(find "$old" -mtime +3)" ] && rm -f "$old"; done
 say "built $BIN"

@@ -13,7 +13,13 @@ Module (Python 3 stdlib only) and command line tool.
     scripts/cluster.py --nodes 3 --interactive
 
 Each node is one qemu-system-x86_64 (q35, TCG, 256 MiB, one CPU) booting the Debian
-guest kernel with our initramfs (scripts/build-initramfs.sh). ttyS0 goes to a console
+guest kernel with our initramfs (scripts/build-initramfs.sh). The default guest is a
+Debian userland: every node attaches the same read-only root image
+(scripts/build-guest-root.py) as a virtio disk, boots into it under a RAM overlay, and
+joins the cluster's management network (scripts/mgmtnet.py: node<i> at 10.32.0.<i+1>,
+a switch process in the run directory, nothing on the host's network), where
+peach2-rsh starts MPI's remote processes. guest="busybox" boots the initramfs alone
+(no network unless asked for). ttyS0 goes to a console
 log file in the run directory; ttyS1 is a unix socket the launcher connects to and
 speaks the command protocol of scripts/guest/init over:
 
@@ -27,7 +33,9 @@ E side listens (server=on,wait=off), the W side connects (reconnect=1).
 
 Environment: PEACH2_QEMU (QEMU binary), PEACH2_KERNEL (kernel: default the PVH vmlinux
 of scripts/fetch-guest-kernel.sh, else its vmlinuz), PEACH2_INITRD
-(initramfs), PEACH2_CACHE, PEACH2_BUILD, PEACH2_GUEST_KVER (defaults as scripts/lib.sh).
+(initramfs), PEACH2_GUEST (debian or busybox: the default guest), PEACH2_ROOT_IMAGE (the
+Debian root image), PEACH2_CACHE, PEACH2_BUILD, PEACH2_GUEST_KVER (defaults as
+scripts/lib.sh).
 """
 
 import argparse
@@ -46,12 +54,16 @@ import threading
 import time
 import weakref
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mgmtnet  # noqa: E402  (scripts/mgmtnet.py)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTS = ("E", "W", "S")
 READY_RE = re.compile(rb"PEACH2-READY node=(\S+)\r?\n")
 RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
 BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
 FIRMWARE_DIRS = ("/usr/share/seabios", "/usr/lib/ipxe/qemu", "/usr/share/qemu")
+GUESTS = ("debian", "busybox")
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
 
 
@@ -143,6 +155,21 @@ def default_initrd():
         return os.environ["PEACH2_INITRD"]
     raw = os.path.join(build_dir(), "guest", "initramfs.cpio")
     return raw if os.path.exists(raw) else raw + ".gz"
+
+
+def default_guest():
+    """$PEACH2_GUEST, else "debian" (the guest README describes)."""
+    g = os.environ.get("PEACH2_GUEST") or "debian"
+    if g not in GUESTS:
+        raise ValueError("PEACH2_GUEST must be one of %s, not %r" % (", ".join(GUESTS), g))
+    return g
+
+
+def default_root_image():
+    """$PEACH2_ROOT_IMAGE, else build/guest/debian-root.squashfs (a link into the cache
+    that scripts/build-guest-root.py maintains)."""
+    return os.environ.get("PEACH2_ROOT_IMAGE") or os.path.join(
+        build_dir(), "guest", "debian-root.squashfs")
 
 
 # ---------------------------------------------------------------------------
@@ -259,13 +286,18 @@ def _fmt_props(props):
 
 def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
               cables=None, device_props=None, extra_args=None, boot=0, with_device=True,
-              loglevel=4, tcp_ports=None):
-    """The full argv of node i's QEMU."""
+              loglevel=4, tcp_ports=None, root_image=None, network=False):
+    """The full argv of node i's QEMU. root_image: the Debian root (a read-only virtio
+    disk, /dev/vda, shared by all nodes); network: a NIC on the management network."""
     p = node_paths(run_dir, i, boot)
     for k in ("console", "chan"):
         _check_path(p[k])
     cargs, props = link_args(i, n, run_dir, cables, tcp_ports)
     append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
+    if root_image:
+        append += " guest.root=/dev/vda"
+    if network:
+        append += " " + mgmtnet.kernel_args(n)
     if append_extra:
         append += " " + append_extra
     argv = [qemu, "-name", "node%d,debug-threads=on" % i,
@@ -284,6 +316,14 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
         dev.update(props)
         dev.update(device_props or {})
         argv += cargs + ["-device", "peach2," + _fmt_props(dev)]
+    # The virtio devices after the card, so that the card keeps its PCI address.
+    if root_image:
+        argv += ["-drive", "file=%s,if=none,id=root,format=raw,readonly=on" % _check_path(root_image),
+                 "-device", "virtio-blk-pci,drive=root"]
+    if network:
+        for p in (mgmtnet.nic_path(run_dir, i), mgmtnet.switch_path(run_dir)):
+            _check_path(p)
+        argv += mgmtnet.qemu_args(run_dir, i)
     argv += list(extra_args or [])
     return argv
 
@@ -540,7 +580,7 @@ class Cluster:
 
     def __init__(self, n, *, qemu=None, kernel=None, initrd=None, boot_timeout=120.0,
                  mem=256, device_props=None, qemu_args=None, append="", cables=None,
-                 topology=None, transport="unix",
+                 topology=None, transport="unix", guest=None, root_image=None, network=None,
                  with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4):
         """n: number of nodes (>= 1; the cabling needs >= 2).
         device_props: dict added to every node's -device peach2,... (overrides defaults),
@@ -552,6 +592,11 @@ class Cluster:
             (peach2.firmware=... on the kernel command line); n may then be None.
             Without it: cabling(n) and no firmware (cards route to neighbours).
         transport: "unix" (socket files in the run directory) or "tcp" (loopback).
+        guest: "debian" (default, or $PEACH2_GUEST) boots the Debian root image
+            (root_image, default build/guest/debian-root.squashfs); "busybox" the
+            initramfs alone.
+        network: the management network (names node0.., peach2-rsh); default on for the
+            Debian guest, off for busybox.
         with_device: False boots without the card (launcher experiments only).
         keep: keep the run directory (logs) after stop(). verbose: progress on stderr."""
         firmware = None
@@ -564,6 +609,15 @@ class Cluster:
             raise ValueError("need at least one node")
         if transport not in ("unix", "tcp"):
             raise ValueError("transport is unix or tcp")
+        guest = guest or default_guest()
+        if guest not in GUESTS:
+            raise ValueError("guest is one of %s" % ", ".join(GUESTS))
+        self.guest = guest
+        self.root_image = (root_image or default_root_image()) if guest == "debian" else None
+        self.network = (guest == "debian") if network is None else bool(network)
+        if self.network and n > mgmtnet.MAX_NODES:
+            raise ValueError("the management network has at most %d nodes" % mgmtnet.MAX_NODES)
+        self.switch = None
         self.n = n
         self.topology = topology
         self.transport = transport
@@ -606,7 +660,8 @@ class Cluster:
                          device_props=self._per_node(self.device_props, i),
                          extra_args=self._per_node(self.qemu_args, i), boot=boot,
                          with_device=self.with_device, loglevel=self.loglevel,
-                         tcp_ports=self.tcp_ports)
+                         tcp_ports=self.tcp_ports, root_image=self.root_image,
+                         network=self.network)
 
     def _check_inputs(self):
         hints = {
@@ -614,6 +669,10 @@ class Cluster:
             "kernel": (self.kernel, "fetch it with scripts/fetch-guest-kernel.sh (or set PEACH2_KERNEL)"),
             "initrd": (self.initrd, "build it with scripts/build-initramfs.sh (or set PEACH2_INITRD)"),
         }
+        if self.root_image:
+            hints["Debian root image"] = (
+                self.root_image, "build it with `make image` (scripts/build-guest-root.py), "
+                "set PEACH2_ROOT_IMAGE, or boot the busybox guest (--guest busybox)")
         for what, (path, hint) in hints.items():
             if not os.path.exists(path):
                 raise ClusterError("%s %s not found: %s" % (what, path, hint))
@@ -647,6 +706,8 @@ class Cluster:
         try:
             t0 = time.monotonic()
             deadline = t0 + self.boot_timeout
+            if self.network:
+                self._start_switch(deadline)
             for node in self.nodes:
                 node.launch()
             for node in self.nodes:
@@ -657,6 +718,34 @@ class Cluster:
             self.stop(quiet=True)
             raise
         return self
+
+    def _start_switch(self, deadline):
+        """The management network's switch (scripts/mgmtnet.py), a child process that
+        lives in the run directory and dies with the launcher."""
+        log = open(os.path.join(self.run_dir, "switch.log"), "wb")
+        self.switch = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "scripts", "mgmtnet.py"), self.run_dir,
+             str(self.n)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            close_fds=True, preexec_fn=_child_setup)
+        log.close()
+        line = self.switch.stdout.readline()  # "ready" once its socket is bound
+        if line.strip() != b"ready":
+            self.switch.wait()
+            raise ClusterError("the management network's switch did not start (rc %s): %s"
+                               % (self.switch.returncode,
+                                  _tail(os.path.join(self.run_dir, "switch.log"))))
+
+    def _stop_switch(self):
+        if self.switch is None:
+            return
+        self.switch.terminate()
+        try:
+            self.switch.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.switch.kill()
+            self.switch.wait()
+        self.switch.stdout.close()
+        self.switch = None
 
     def _wait_ready(self, nodes, deadline):
         waiting = list(nodes)
@@ -713,6 +802,7 @@ class Cluster:
                 node.proc.kill()
                 node.proc.wait()
             node.close_channel()
+        self._stop_switch()
         _live.discard(self)
         if self.keep:
             if not quiet or self.verbose:
@@ -920,6 +1010,15 @@ def main(argv=None):
     ap.add_argument("--qemu", help="QEMU binary (default $PEACH2_QEMU or the cache symlink)")
     ap.add_argument("--kernel", help="guest kernel (default $PEACH2_KERNEL or the cache)")
     ap.add_argument("--initrd", help="initramfs (default $PEACH2_INITRD or build/guest/)")
+    ap.add_argument("--guest", choices=GUESTS, default=None,
+                    help="debian (default, or $PEACH2_GUEST): Debian userland and management "
+                         "network; busybox: the initramfs alone (boots faster)")
+    ap.add_argument("--root-image", help="Debian root image (default $PEACH2_ROOT_IMAGE or "
+                    "build/guest/debian-root.squashfs)")
+    ap.add_argument("--network", dest="network", action="store_true", default=None,
+                    help="join the management network (default: with the Debian guest)")
+    ap.add_argument("--no-network", dest="network", action="store_false",
+                    help="no management network")
     ap.add_argument("--mem", type=int, default=256, help="guest RAM in MiB (default 256)")
     ap.add_argument("--append", default="", help="extra kernel command line")
     ap.add_argument("--device-prop", action="append", metavar="KEY=VALUE",
@@ -944,7 +1043,8 @@ def main(argv=None):
                 qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
                 boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
                 device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],
-                with_device=not a.no_device, keep=a.keep)
+                with_device=not a.no_device, keep=a.keep, guest=a.guest,
+                root_image=a.root_image, network=a.network)
     if a.print_cmdline:
         c.run_dir = "<run>"
         for i in range(c.n):

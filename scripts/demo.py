@@ -38,7 +38,7 @@ def main():
             def cmd(i):
                 if i > 1:
                     return "true"
-                line = "tca_pingpong --peer %d --min 4 --max 4096 --iters %d" % (1 - i, iters)
+                line = "tca_bench pingpong --peer %d --min 4 --max 4096 --iters %d" % (1 - i, iters)
                 if args.bench and i == 0:
                     line += " --csv /tmp/pingpong.csv"
                 return line

@@ -12,16 +12,17 @@ PKGS=(
   dpkg-dev
   # firmware images QEMU needs at run time
   seabios ipxe-qemu qemu-system-data
-  # guest: kernel headers for the module, busybox, pciutils for lspci in the guest
-  "linux-headers-${KVER}" busybox-static pciutils cpio
+  # guest: kernel headers for the module, busybox, pciutils for lspci in the guest,
+  # squashfs-tools for the Debian root image (scripts/build-guest-root.py)
+  "linux-headers-${KVER}" busybox-static pciutils cpio squashfs-tools
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
   # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs
   libibverbs-dev ibverbs-utils perftest
+  # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
+  python3-matplotlib
   # static checkers for driver/
   sparse
-  # benchmark charts (scripts/plot-model.py)
-  python3-matplotlib
 )
 
 missing=()

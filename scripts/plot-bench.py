@@ -1,23 +1,56 @@
 #!/usr/bin/python3
-"""Draw benchmark CSVs as SVG line charts (no dependencies beyond Python's stdlib).
+"""Draw the benchmark CSVs of `make bench` as charts (PNG and SVG, matplotlib), with the
+PEACH2 papers' figures beside them as reference points.
 
-    scripts/plot-bench.py                       # build/bench/get.csv -> build/bench/get.svg
-    scripts/plot-bench.py IN.csv OUT.svg
+    scripts/plot-bench.py                  # the CSVs in build/bench/ -> build/bench/<chart>.png/.svg
+    scripts/plot-bench.py --dir DIR        # another directory
+    scripts/plot-bench.py A.csv [B.csv..]  # one chart of these CSVs, next to the first
 
-Input: the CSV that tca_get_bench writes (columns test,size,count,min_us,median_us,p99_us,
-mb_per_s). Drawn: median latency against message size for every test with more than one
-size (log-log axes), p99 as a dashed line of the same colour, and single-size tests (the
-8-byte PIO put, CAS, FAA) as labelled points. Bandwidth-only rows (streams) are listed in
-the caption. `make bench` calls it after bench-get.py.
+Input: the CSV every `tca_bench` test writes (test,mode,size,count,min_us,median_us,p99_us,
+mb_per_s,verified; empty fields were not measured). A chart has a latency panel (median
+against message size, log-log, p99 dashed; a test measured at one size is a point) and a
+bandwidth panel (the streams' MB/s). A paper's figure that measures the same thing is drawn
+as a dotted line of the series' colour, labelled with its source
+(/work/shared/PEACH2-REFERENCE.md). `make bench` runs this last.
 """
+import argparse
 import csv
-import math
 import os
 import sys
 
-COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-W, H = 820, 470
-LEFT, RIGHT, TOP, BOTTOM = 70, 230, 40, 90
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
+
+plt.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, small)
+
+# The charts of `make bench`: name, the CSVs (in build/bench/) and a title.
+CHARTS = [
+    ("pio", ["pio_pingpong.csv"], "PIO ping-pong between two nodes (tca_bench pingpong)"),
+    ("dma", ["dma.csv", "dma_local.csv"], "DMA between two nodes, and on one (tca_bench dma, dma-local)"),
+    ("get", ["get.csv"], "Read proxy: get and atomics beside put (tca_bench get)"),
+    ("crossover", ["crossover.csv"], "Blocking put, PIO against DMA (tca_bench crossover)"),
+]
+
+# The papers' figures (PEACH2-REFERENCE.md): (panel, test, mode or None for any, value in µs
+# or MB/s, label). Real PEACH2: PCIe Gen2 x8 hardware; ours: QEMU under TCG.
+REFERENCES = [
+    ("latency", "latency", "pio", 0.9, "paper 004: PIO min latency 0.9 µs"),
+    ("latency", "put_pio", "pio", 0.9, "paper 004: PIO min latency 0.9 µs"),
+    ("latency", "latency", "card", 2.0, "paper 000: DMA min latency, on-card descriptors 2.0 µs"),
+    ("latency", "latency", "host", 2.2, "paper 000: DMA min latency, host descriptors 2.2 µs"),
+    ("latency", "get", None, 6.5, "paper 000: RDMA Read min latency 6.5 µs"),
+    ("latency", "cas", None, 6.5, "paper 000: atomic CAS/FAA 6.5 µs"),
+    ("latency", "faa", None, 6.5, "paper 000: atomic CAS/FAA 6.5 µs"),
+    ("bandwidth", "stream", None, 3500, "paper 004: DMA between nodes, max 3.5 GB/s"),
+    ("bandwidth", "dma_put_stream", None, 3500, "paper 004: DMA between nodes, max 3.5 GB/s"),
+    ("bandwidth", "get_stream", None, 3500, "paper 000: RDMA Read, max 3.5 GB/s"),
+    ("bandwidth", "local", None, 3300, "paper 004: local DMA, 128 chained 4 KiB, 3.3 GB/s"),
+]
+
+NOTE = "emulated (QEMU, TCG): compare the shapes and ratios with the papers, not absolute values"
 
 
 def size_label(n):
@@ -27,95 +60,104 @@ def size_label(n):
     return "%d B" % n
 
 
-def load(path):
-    series, points, streams = {}, [], []
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            size = int(r["size"])
-            if not r["median_us"]:
-                if r["mb_per_s"]:
-                    streams.append("%s %s: %s MB/s" % (r["test"], size_label(size), r["mb_per_s"]))
-                continue
-            series.setdefault(r["test"], []).append((size, float(r["median_us"]), float(r["p99_us"])))
-    for name in [n for n, v in series.items() if len(v) == 1]:
-        size, med, _ = series.pop(name)[0]
-        points.append((name, size, med))
-    return series, points, streams
+def load(paths):
+    """{(panel, test, mode): [(size, median or MB/s, p99 or None)]} from the CSVs."""
+    series = {}
+    for path in paths:
+        with open(path, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                size, mode = int(r["size"]), r.get("mode", "")
+                if r["median_us"]:
+                    key, y = ("latency", r["test"], mode), (float(r["median_us"]), float(r["p99_us"]))
+                elif r["mb_per_s"]:
+                    key, y = ("bandwidth", r["test"], mode), (float(r["mb_per_s"]), None)
+                else:
+                    continue  # the other side measured it
+                series.setdefault(key, []).append((size,) + y)
+    return series
 
 
-def svg(series, points, streams, title):
-    xs = [s for v in series.values() for s, _, _ in v] + [s for _, s, _ in points]
-    ys = [y for v in series.values() for _, m, p in v for y in (m, p)] + [m for _, _, m in points]
-    if not xs:
-        raise SystemExit("plot-bench: no latency rows to draw")
-    x0, x1 = math.log2(min(xs)), math.log2(max(xs))
-    y0 = math.floor(math.log10(min(ys)))
-    y1 = math.ceil(math.log10(max(ys)))
-    x1 = max(x1, x0 + 1)
-    y1 = max(y1, y0 + 1)
+def name_of(test, mode):
+    return "%s %s" % (test, mode) if mode else test
 
-    def px(x):
-        return LEFT + (math.log2(x) - x0) / (x1 - x0) * (W - LEFT - RIGHT)
 
-    def py(y):
-        return H - BOTTOM - (math.log10(y) - y0) / (y1 - y0) * (H - TOP - BOTTOM)
-
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-           'font-family="sans-serif" font-size="12">' % (W, H),
-           '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="22" font-size="15">%s</text>' % (LEFT, title)]
-    # Axes and grid: one line per power of ten (µs) and per power of four (bytes).
-    for e in range(int(y0), int(y1) + 1):
-        y = py(10 ** e)
-        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (LEFT, W - RIGHT, y, y))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%g µs</text>' % (LEFT - 6, y + 4, 10 ** e))
-    e = math.ceil(x0)
-    while e <= x1:
-        x = px(2 ** e)
-        out.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/>' % (x, x, TOP, H - BOTTOM))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
-                   % (x, H - BOTTOM + 16, size_label(2 ** e)))
-        e += 2
-    out.append('<text x="%d" y="%d" text-anchor="middle">message size</text>'
-               % ((LEFT + W - RIGHT) // 2, H - BOTTOM + 34))
-    for i, (name, rows) in enumerate(sorted(series.items())):
-        c = COLOURS[i % len(COLOURS)]
-        rows.sort()
-        med = " ".join("%.1f,%.1f" % (px(s), py(m)) for s, m, _ in rows)
-        p99 = " ".join("%.1f,%.1f" % (px(s), py(p)) for s, _, p in rows)
-        out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (c, med))
-        out.append('<polyline fill="none" stroke="%s" stroke-dasharray="4 3" points="%s"/>' % (c, p99))
-        ly = TOP + 16 * i
-        out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'
-                   % (W - RIGHT + 12, W - RIGHT + 32, ly, ly, c))
-        out.append('<text x="%d" y="%d">%s median (dashed: p99)</text>' % (W - RIGHT + 36, ly + 4, name))
-    # Single-size tests: a dot on the chart, named in the legend (not next to the
-    # dot: they share one size and would overlap).
-    for j, (name, size, med) in enumerate(points):
-        c = COLOURS[(len(series) + j) % len(COLOURS)]
-        out.append('<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>' % (px(size), py(med), c))
-        ly = TOP + 16 * (len(series) + j)
-        out.append('<circle cx="%d" cy="%d" r="4" fill="%s"/>' % (W - RIGHT + 22, ly, c))
-        out.append('<text x="%d" y="%d">%s %s: %.0f µs</text>'
-                   % (W - RIGHT + 36, ly + 4, name, size_label(size), med))
-    for k, line in enumerate(streams):
-        out.append('<text x="%d" y="%d" fill="#444">%s</text>' % (LEFT, H - 8 - 14 * (len(streams) - 1 - k), line))
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+def draw(series, title, out_base):
+    """Writes out_base.png and out_base.svg; returns their paths."""
+    panels = [p for p in ("latency", "bandwidth") if any(k[0] == p for k in series)]
+    if not panels:
+        raise ValueError("no measured rows")
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 5.2), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, panel in zip(axes[0], panels):
+        keys = sorted(k for k in series if k[0] == panel)
+        drawn = set()
+        for i, key in enumerate(keys):
+            c = colours[i % len(colours)]
+            pts = sorted(series[key])
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            label = name_of(key[1], key[2])
+            if len(pts) == 1:
+                ax.plot(xs, ys, "o", color=c, markersize=7,
+                        label="%s, %s: %.4g" % (label, size_label(xs[0]), ys[0]))
+            else:
+                ax.plot(xs, ys, "-o", color=c, markersize=3, label=label + (" median" if panel == "latency" else ""))
+                if panel == "latency":
+                    ax.plot(xs, [p[2] for p in pts], "--", color=c, linewidth=0.8, label=label + " p99")
+            for rp, rtest, rmode, value, rlabel in REFERENCES:
+                if rp == panel and rtest == key[1] and rmode in (None, key[2]) and rlabel not in drawn:
+                    drawn.add(rlabel)
+                    ax.axhline(value, color=c, linestyle=":", linewidth=1.2, label=rlabel)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=4))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(
+            lambda v, _: size_label(int(v)) if v >= 1 and v == int(v) else ""))
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("latency, µs (median; p99 dashed)" if panel == "latency" else "bandwidth, MB/s")
+        ax.set_title(panel)
+        ax.grid(True, which="major", color="#dddddd")
+        ax.legend(fontsize=7, loc="best")
+    fig.suptitle(title)
+    fig.text(0.5, 0.01, NOTE, ha="center", fontsize=8, color="#555555")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    paths = []
+    for ext in ("png", "svg"):
+        paths.append("%s.%s" % (out_base, ext))
+        fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
 
 
 def main():
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build", "bench", "get.csv")
-    dst = sys.argv[2] if len(sys.argv) > 2 else os.path.splitext(src)[0] + ".svg"
-    if not os.path.exists(src):
-        print("plot-bench: %s not found (run scripts/bench-get.py first)" % src, file=sys.stderr)
-        return 1
-    series, points, streams = load(src)
-    with open(dst, "w", encoding="utf-8") as f:
-        f.write(svg(series, points, streams, "PEACH2 emulation: latency by message size (%s)"
-                    % os.path.basename(src)))
-    print("plot-bench: wrote %s" % dst)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="*", help="CSVs for one chart (default: every chart of --dir)")
+    build = os.environ.get("PEACH2_BUILD") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build")
+    ap.add_argument("--dir", default=os.path.normpath(os.path.join(build, "bench")),
+                    help="where `make bench` left its CSVs (default $PEACH2_BUILD/bench, build/bench)")
+    args = ap.parse_args()
+    if args.csv:
+        missing = [p for p in args.csv if not os.path.exists(p)]
+        if missing:
+            print("plot-bench: %s not found" % ", ".join(missing), file=sys.stderr)
+            return 1
+        jobs = [(os.path.splitext(args.csv[0])[0], args.csv, os.path.basename(args.csv[0]))]
+    else:
+        jobs = []
+        for name, files, title in CHARTS:
+            paths = [os.path.join(args.dir, f) for f in files if os.path.exists(os.path.join(args.dir, f))]
+            if paths:
+                jobs.append((os.path.join(args.dir, name), paths, title))
+        if not jobs:
+            print("plot-bench: no benchmark CSV in %s (run make bench first)" % args.dir, file=sys.stderr)
+            return 1
+    for base, paths, title in jobs:
+        try:
+            written = draw(load(paths), title, base)
+        except (ValueError, KeyError) as e:
+            print("plot-bench: %s: %s" % (", ".join(paths), e), file=sys.stderr)
+            return 1
+        print("plot-bench: wrote %s" % " and ".join(written))
     return 0
 
 

@@ -65,10 +65,7 @@ FIXTURE_SETUP(refusal)
 	struct peach2_chunk c;
 	struct peach2_chunks q = { .first = 0, .count = 1 };
 
-	self->fd = open(dev_path(), O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd) TH_LOG("cannot open %s: %s", dev_path(),
-				       strerror(errno));
-	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_INFO, &self->info));
+	self->fd = open_card(_metadata, &self->info, 2);
 	ASSERT_EQ(0, mbuf_alloc(self->fd, LARGE, &self->a));
 	ASSERT_EQ(0, mbuf_alloc(self->fd, SMALL, &self->b));
 	q.handle = self->a.a.handle;

@@ -9,10 +9,10 @@
  * record in our own buffer.
  *
  * Needs a PEACH2 card with a read proxy and peach2.ko (ABI >= 3), and root.
- * It fails (never skips) without them. PEACH2_DEV=/dev/peach2-1 picks another
- * card. PEACH2_TEST_UNBIND=1 also unbinds the driver with requests queued
- * (and binds it again); without it that one test SKIPs, as in the other
- * suites (the VM tests always set it). Some checks read the device-wide
+ * It fails (never skips) without them (peach2_selftest.h: the skip policy).
+ * PEACH2_DEV=/dev/peach2-1 picks another card. PEACH2_TEST_UNBIND=1 also
+ * unbinds the driver with requests queued (and binds it again); without it
+ * that one test SKIPs (the VM tests always set it). Some checks read the device-wide
  * sysfs `rproxy` counters: run the suite while nothing else uses the read
  * proxy of this node.
  */
@@ -216,16 +216,7 @@ FIXTURE_SETUP(rp)
 	memset(&self->src, 0, sizeof(self->src));
 	memset(&self->dst, 0, sizeof(self->dst));
 	memset(&self->cpl, 0, sizeof(self->cpl));
-	self->fd = open(dev_path(), O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd) {
-		TH_LOG("%s: %s (no card, or peach2.ko not loaded)",
-		       dev_path(), strerror(errno));
-	}
-	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_INFO, &self->info));
-	ASSERT_LE(3U, self->info.abi_version) {
-		TH_LOG("driver speaks ABI %u: no read proxy",
-		       self->info.abi_version);
-	}
+	self->fd = open_card(_metadata, &self->info, 3); /* 3: read proxy */
 	self->me = self->info.node_id;
 	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->src));
 	ASSERT_EQ(0, mbuf_alloc(self->fd, BUF_SIZE, &self->dst));
@@ -237,12 +228,10 @@ FIXTURE_SETUP(rp)
 
 FIXTURE_TEARDOWN(rp)
 {
-	if (self->fd >= 0) {
-		mbuf_free(self->fd, &self->src);
-		mbuf_free(self->fd, &self->dst);
-		mbuf_free(self->fd, &self->cpl);
-		close(self->fd);
-	}
+	mbuf_free(self->fd, &self->src);
+	mbuf_free(self->fd, &self->dst);
+	mbuf_free(self->fd, &self->cpl);
+	close(self->fd);
 }
 
 /* ---- EXPORT / UNEXPORT validation ---------------------------------------- */
@@ -1263,9 +1252,7 @@ TEST_F(rp, unbind_with_requests_queued)
 	double end;
 	int fd2, i;
 
-	if (!getenv("PEACH2_TEST_UNBIND") ||
-	    strcmp(getenv("PEACH2_TEST_UNBIND"), "1"))
-		SKIP(return, "set PEACH2_TEST_UNBIND=1 to unbind/rebind the driver");
+	SKIP_UNLESS_UNBIND_OPTED_IN();
 	ASSERT_EQ(0, card_pci_addr(pci, sizeof(pci)));
 
 	/* Big READs first keep the serving thread busy; the ring fills. */

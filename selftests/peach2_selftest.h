@@ -49,6 +49,48 @@ static inline const char *dev_path(void)
 	return p && *p ? p : "/dev/" PEACH2_DEV_PREFIX "0";
 }
 
+/*
+ * The skip policy of every PEACH2 kselftest: a missing card, driver or
+ * driver feature FAILS, it never skips, so that a machine without the
+ * device cannot pass. Fixtures open the card with open_card(), whose
+ * ASSERTs end a test in its set-up (the harness then runs neither body nor
+ * teardown). A test SKIPs only when the person running the suite opted out
+ * of it (the unbind tests: unbind_opted_in()) or when no card can offer
+ * what it needs in this cluster (said where it happens).
+ */
+
+/* The card, opened read/write, and its INFO; ABI at least @min_abi. */
+static inline int open_card(struct __test_metadata *_metadata,
+			    struct peach2_info *info, unsigned int min_abi)
+{
+	int fd = open(dev_path(), O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, fd) {
+		TH_LOG("%s: %s (no card, or peach2.ko not loaded)",
+		       dev_path(), strerror(errno));
+	}
+	ASSERT_EQ(0, ioctl(fd, PEACH2_IOC_INFO, info) ? errno : 0);
+	ASSERT_LE(min_abi, info->abi_version) {
+		TH_LOG("the driver speaks ABI %u, this test needs %u",
+		       info->abi_version, min_abi);
+	}
+	return fd;
+}
+
+/* Unbinding the driver under a live test is opt-in: PEACH2_TEST_UNBIND=1
+ * (the VM tests always set it). */
+static inline int unbind_opted_in(void)
+{
+	const char *v = getenv("PEACH2_TEST_UNBIND");
+
+	return v && !strcmp(v, "1");
+}
+
+#define SKIP_UNLESS_UNBIND_OPTED_IN() do { \
+	if (!unbind_opted_in()) \
+		SKIP(return, "set PEACH2_TEST_UNBIND=1 to unbind/rebind the driver"); \
+} while (0)
+
 /* 0 on success, else errno: ASSERT_EQ(EINVAL, xioctl(...)) reads well. */
 static inline int xioctl(int fd, unsigned long req, void *arg)
 {

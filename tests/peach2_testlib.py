@@ -1,8 +1,12 @@
 """Helpers for the PEACH2 pytest suite (import from tests: `from peach2_testlib import ...`)."""
 
+import functools
+import glob
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -11,21 +15,62 @@ sys.path.insert(0, os.path.join(REPO, "scripts"))
 
 import cluster as cluster_mod  # noqa: E402,F401  (scripts/cluster.py; re-exported)
 
-HW_H = os.path.join(REPO, "include", "peach2", "peach2_hw.h")
+HEADERS = os.path.join(REPO, "include", "peach2")
 SYSFS = "/sys/class/peach2/peach2-0"
 DEV = "/dev/peach2-0"
 
 
-def hw_constant(name):
-    """The integer value of a #define in include/peach2/peach2_hw.h (the one copy of the
-    hardware constants: tests read it instead of repeating numbers)."""
-    with open(HW_H, encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"^#define\s+%s\s+\(?\s*(0x[0-9a-fA-F]+|\d+)[uUlL]*\s*\)?" % re.escape(name),
-                  text, re.M)
-    if not m:
-        raise KeyError("%s not found in %s" % (name, HW_H))
-    return int(m.group(1), 0)
+@functools.lru_cache(maxsize=None)
+def header_constants():
+    """{name: value} of every integer constant in include/peach2/*.h (the one copy of the
+    facts device, driver and library share): object-like #defines and enum members,
+    however they are written (expressions, X-macro tables). The C compiler evaluates
+    them, once per session, so a test never repeats a number the headers define."""
+    headers = sorted(glob.glob(os.path.join(HEADERS, "*.h")))
+    includes = "".join('#include "%s"\n' % h for h in headers)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "consts.c")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(includes)
+
+        def cc(*args):
+            return subprocess.run(["gcc", "-I", os.path.join(REPO, "include")] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, check=True).stdout
+
+        names = set()
+        for line in cc("-E", "-dM", src).splitlines():  # object-like macros with a value
+            m = re.match(r"#define (PEACH2_\w+) (.+)$", line)
+            if m and '"' not in m.group(2) and not m.group(1).endswith("_H"):
+                names.add(m.group(1))
+        body = cc("-E", "-P", src)                       # enums, X-macros expanded
+        for enum in re.findall(r"\benum\s+\w*\s*\{([^}]*)\}", body):
+            names.update(re.findall(r"\b(PEACH2_\w+)\s*(?:=|,|$)", enum))
+        names = sorted(names)
+        with open(src, "a", encoding="utf-8") as f:
+            f.write("#include <stdio.h>\nint main(void)\n{\n")
+            for n in names:
+                f.write('\tprintf("%%s %%llu\\n", "%s", (unsigned long long)(%s));\n' % (n, n))
+            f.write("\treturn 0;\n}\n")
+        exe = os.path.join(tmp, "consts")
+        cc("-o", exe, src)
+        out = subprocess.run([exe], stdout=subprocess.PIPE, text=True, check=True).stdout
+    return {n: int(v) for n, v in (l.split() for l in out.splitlines())}
+
+
+def hw(name):
+    """The value of constant `name` (e.g. "PEACH2_DMA_CHANNELS") in include/peach2/*.h."""
+    consts = header_constants()
+    if name not in consts:
+        raise KeyError("%s is not an integer constant of include/peach2/*.h" % name)
+    return consts[name]
+
+
+
+def err_code(name):
+    """The card error code `name` ("NO_SUCH_NODE", as sysfs and tcaCardErrorName print
+    it): the value of PEACH2_ERR_<name>."""
+    return hw("PEACH2_ERR_" + name)
 
 
 def check(c, node, cmd, timeout=60):
@@ -87,10 +132,10 @@ def tap_failures(output):
 
 
 def rp_pair(c, server, client, serve_args, client_cmd, timeout=600):
-    """`tca_rp_check serve` on `server` and a client subcommand on `client`, run
+    """`tca_check rp serve` on `server` and a client subcommand on `client`, run
     concurrently: (rc, output) of the server, then of the client."""
-    cmds = {server: "tca_rp_check serve --peer %d %s" % (client, serve_args),
-            client: "tca_rp_check %s --peer %d" % (client_cmd, server)}
+    cmds = {server: "tca_check rp serve --peer %d %s" % (client, serve_args),
+            client: "tca_check rp %s --peer %d" % (client_cmd, server)}
     (rc_s, out_s), (rc_c, out_c) = c.run_all(lambda i: cmds[i], timeout=timeout,
                                              nodes=[server, client])
     return rc_s, out_s, rc_c, out_c

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from peach2_testlib import (DEV, check, guest_elf_files, hw_constant, sysfs_read,
+from peach2_testlib import (DEV, check, guest_elf_files, hw, sysfs_read,
                             tap_failures, wait_sysfs)
 
 pytestmark = pytest.mark.vm
@@ -13,8 +13,8 @@ N = 2
 
 
 def _ids():
-    return (hw_constant("PEACH2_PCI_VENDOR_ID"), hw_constant("PEACH2_PCI_DEVICE_ID"),
-            hw_constant("PEACH2_PCI_CLASS"), hw_constant("PEACH2_PCI_REVISION"))
+    return (hw("PEACH2_PCI_VENDOR_ID"), hw("PEACH2_PCI_DEVICE_ID"),
+            hw("PEACH2_PCI_CLASS"), hw("PEACH2_PCI_REVISION"))
 
 
 def test_boot_time_recorded(cluster2):

@@ -1,7 +1,7 @@
 """DMA across two VMs: data integrity, channels, a killed process, chains, rule
 violations, the driver's own kselftests, and the benchmark's checks.
 
-The checking happens inside the guests (userlib/tools/dma_check, dma_bench): the
+The checking happens inside the guests (`tca_check dma`, `tca_bench dma`; userlib/tools): the
 receiver of every transfer verifies it byte for byte against what the sender's
 description says must have changed, and nothing else.
 """
@@ -11,11 +11,12 @@ import time
 
 import pytest
 
-from peach2_testlib import SYSFS, check, sysfs_read, tap_failures, wait_until
+from peach2_testlib import SYSFS, check, hw, sysfs_read, tap_failures, wait_until
 
 pytestmark = pytest.mark.vm
 
-CHANNELS = 4
+CHANNELS = hw("PEACH2_DMA_CHANNELS")  # one lane of tca_check dma per channel
+DESCS = hw("PEACH2_DESC_MAX")         # on-card descriptor RAM
 
 
 def _dma_state(c, node):
@@ -41,10 +42,10 @@ def _desc_ram_used(c, node):
 
 
 def _pair(c, sender, receiver, send_args="", recv_args="", timeout=900):
-    """Run tca_dma_check send/recv on the two nodes; ((rc, out) of sender, of receiver)."""
+    """Run tca_check dma send/recv on the two nodes; ((rc, out) of sender, of receiver)."""
     cmds = {
-        receiver: "tca_dma_check recv --peer %d %s" % (sender, recv_args),
-        sender: "tca_dma_check send --peer %d %s" % (receiver, send_args),
+        receiver: "tca_check dma recv --peer %d %s" % (sender, recv_args),
+        sender: "tca_check dma send --peer %d %s" % (receiver, send_args),
     }
     return c.run_all(lambda i: cmds[i], timeout=timeout, nodes=[sender, receiver])
 
@@ -63,13 +64,13 @@ def test_random_transfers_arrive_intact_on_four_channels(cluster2, sender, recei
     assert rc_s == 0, "sender failed:\n" + out_s
     assert rc_r == 0, "receiver failed:\n" + out_r
     assert "PASS" in _last_line(out_s) and "PASS" in _last_line(out_r), out_s + out_r
-    m = re.search(r"PASS: (\d+) transfers from node \d+ in 4 lanes verified", out_r)
-    assert m and int(m.group(1)) == 240, out_r
+    m = re.search(r"PASS: (\d+) transfers from node \d+ in %d lanes verified" % CHANNELS, out_r)
+    assert m and int(m.group(1)) == 60 * CHANNELS, out_r
     m = re.search(r"\((\d+) block-stride", out_s)
     assert m and int(m.group(1)) >= 40, "too few block-stride transfers drawn:\n" + out_s
     # Every lane ran on its own channel: each channel did at least its lane's runs.
     runs = dict(re.findall(r"ch(\d)=(\d+)", out_s))
-    assert sorted(runs) == ["0", "1", "2", "3"], out_s
+    assert sorted(runs) == [str(ch) for ch in range(CHANNELS)], out_s
     assert all(int(n) >= 60 for n in runs.values()), out_s
 
 
@@ -85,12 +86,13 @@ def test_four_channels_big_transfers(cluster2):
         cluster2, 0, 1, "--count 3 --min-len 8M --max-len 12M --no-stride --modes card,host",
         "--lane-size 12M --guard 4096")
     assert rc_s == 0 and rc_r == 0, out_s + out_r
-    assert "recv: PASS: 12 transfers" in out_r, out_r
+    assert "recv: PASS: %d transfers" % (3 * CHANNELS) in out_r, out_r
     m = re.search(r"channels busy at once \(sampled after each start\): up to (\d+)", out_s)
     assert m, out_s
     print(m.group(0))
     runs = dict(re.findall(r"ch(\d)=(\d+)", out_s))
-    assert sorted(runs) == ["0", "1", "2", "3"] and all(int(n) >= 3 for n in runs.values()), out_s
+    assert sorted(runs) == [str(ch) for ch in range(CHANNELS)], out_s
+    assert all(int(n) >= 3 for n in runs.values()), out_s
 
 
 # A remote variant (hold -> sink on the peer) was dropped: with the fast link a
@@ -104,12 +106,12 @@ def test_process_killed_mid_dma_leaves_the_card_usable(cluster2, remote):
     c = cluster2
     sink_pid = None
     if remote:
-        sink_pid = int(check(c, 1, "tca_dma_check sink --peer 0 --size 64M --linger-ms 600000 "
+        sink_pid = int(check(c, 1, "tca_check dma sink --peer 0 --size 64M --linger-ms 600000 "
                                    ">/tmp/sink.log 2>&1 & echo $!").split()[-1])
         # 64 runs of 64 MiB: long runs (tens of ms each over a 1 GB/s link).
-        hold = "tca_dma_check hold --peer 1 --size 64M --runs 64 --mode host"
+        hold = "tca_check dma hold --peer 1 --size 64M --runs 64 --mode host"
     else:
-        hold = "tca_dma_check hold --size 16M --runs 1000 --mode host"
+        hold = "tca_check dma hold --size 16M --runs 1000 --mode host"
     pid = int(check(c, 0, "%s >/tmp/hold.log 2>&1 & echo $!" % hold).split()[-1])
     wait_until(lambda: "HOLDING" in check(c, 0, "cat /tmp/hold.log"), timeout=120,
                what="hold to start its DMA")
@@ -135,20 +137,20 @@ def test_process_killed_mid_dma_leaves_the_card_usable(cluster2, remote):
     print("idle %.1f s after the kill" % idle_after)
 
 
-def test_chain_of_1024_on_card_descriptors(cluster2):
+def test_chain_of_all_on_card_descriptors(cluster2):
     """All of on-card descriptor RAM in one chain, built once, started five
     times with new data, verified byte for byte; the RAM is free again after."""
     c = cluster2
     wait_until(lambda: _all_idle(c, 0) and _desc_ram_used(c, 0) == 0, timeout=120,
                what="an idle card with free descriptor RAM")
-    out = check(c, 0, "tca_dma_check chain --descs 1024 --starts 5", timeout=600)
-    assert "PASS: 5 starts of a 1024-descriptor chain" in _last_line(out), out
-    assert "with the chain: used=1024 free=0" in out, out
+    out = check(c, 0, "tca_check dma chain --descs %d --starts 5" % DESCS, timeout=600)
+    assert "PASS: 5 starts of a %d-descriptor chain" % DESCS in _last_line(out), out
+    assert "with the chain: used=%d free=0" % DESCS in out, out
     assert _desc_ram_used(c, 0) == 0
     # The same through host descriptors and register mode (one run per descriptor).
-    out = check(c, 0, "tca_dma_check chain --descs 1024 --starts 2 --mode host", timeout=600)
+    out = check(c, 0, "tca_check dma chain --descs %d --starts 2 --mode host" % DESCS, timeout=600)
     assert "PASS" in _last_line(out), out
-    out = check(c, 0, "tca_dma_check chain --descs 64 --starts 2 --mode reg", timeout=600)
+    out = check(c, 0, "tca_check dma chain --descs 64 --starts 2 --mode reg", timeout=600)
     assert "PASS" in _last_line(out), out
 
 
@@ -159,7 +161,7 @@ def test_rule_violations_get_the_documented_errors(cluster2):
     card (its error counter stays), and a valid copy works afterwards."""
     c = cluster2
     before = int(sysfs_read(c, 0, "err_count"))
-    out = check(c, 0, "tca_dma_check restrict", timeout=300)
+    out = check(c, 0, "tca_check dma restrict", timeout=300)
     assert "PASS" in _last_line(out), out
     oks = [l for l in out.splitlines() if re.search(r"\s ok\s+\(", l)]
     assert len(oks) >= 28, out
@@ -174,9 +176,9 @@ def test_put_auto_places_bytes_exactly(cluster2, pio_max):
     the body with PIO edges where the threshold allows (TCA_PIO_MAX=0: every
     write that can go by DMA does)."""
     env = "" if pio_max == "default" else "TCA_PIO_MAX=%s " % pio_max
-    cmds = {0: env + "tca_pio_check send --peer 1 --auto --sizes 4,5,100,1024,1025,4095,4096,"
+    cmds = {0: env + "tca_check pio send --peer 1 --auto --sizes 4,5,100,1024,1025,4095,4096,"
                      "4097,9000,20000 --offsets 0,1,3,4,15,16,-1,-7,-4096",
-            1: "tca_pio_check recv --peer 0 --size 65536"}
+            1: "tca_check pio recv --peer 0 --size 65536"}
     (rc_s, out_s), (rc_r, out_r) = cluster2.run_all(lambda i: cmds[i], timeout=900)
     assert rc_s == 0 and rc_r == 0, out_s + out_r
     assert "(tcaPutAuto) verified" in out_s, out_s
@@ -203,20 +205,20 @@ def test_driver_dma_kselftests_pass(cluster2):
 
 
 def test_dma_bench_verifies_every_message(cluster2):
-    """A short tca_dma_bench run in all modes: both sides PASS, the CSV has a
+    """A short `tca_bench dma` run in all modes: both sides PASS, the CSV has a
     row per (mode, test, size), and the numbers are there."""
     args = ("--sizes 4,4096,65536,1M --iters 20 --latency-bytes 4M --stream-bytes 8M "
             "--pio-max 4096 --csv /tmp/dma.csv")
-    res = cluster2.run_all(lambda i: "tca_dma_bench --peer %d %s" % (1 - i, args), timeout=900)
+    res = cluster2.run_all(lambda i: "tca_bench dma --peer %d %s" % (1 - i, args), timeout=900)
     for i, (rc, out) in enumerate(res):
-        assert rc == 0 and "dma_bench: PASS" in _last_line(out), "node%d:\n%s" % (i, out)
+        assert rc == 0 and "tca_bench dma: PASS" in _last_line(out), "node%d:\n%s" % (i, out)
     csv = check(cluster2, 0, "cat /tmp/dma.csv").strip().splitlines()
-    assert csv[0].startswith("mode,test,size,")
+    assert csv[0].startswith("test,mode,size,")
     rows = [r.split(",") for r in csv[1:]]
     # 3 DMA modes x (4 latency + 3 stream sizes) + PIO x 2 sizes.
     assert len(rows) == 3 * 7 + 2, csv
     for r in rows:  # measured on the ping side
-        if r[1] == "latency":
+        if r[0] == "latency":
             assert 0 < float(r[4]) <= float(r[5]) <= float(r[6]), r  # min <= median <= p99
         else:
             assert float(r[7]) > 0, r  # MB/s

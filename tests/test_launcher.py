@@ -307,8 +307,12 @@ def test_cli_signal_cleans_up(tmp_path, sig):
     env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
                XDG_RUNTIME_DIR=str(runs))
     script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    # The launcher must see the signal's default disposition even when this test runs
+    # under a shell that ignores SIGINT (a background job): Python then installs no
+    # KeyboardInterrupt handler.
     p = subprocess.Popen([sys.executable, script, "--nodes", "2", "--", "sleep 30"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 20
     # wait until both fake nodes run the command
     while time.monotonic() < deadline:

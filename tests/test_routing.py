@@ -64,7 +64,7 @@ def test_all_12_pairs_cross_the_expected_number_of_links(ring4):
             if a == b:
                 continue
             before_tx, before_ref = link_tx_total(ring4), refused(ring4, b)
-            check(ring4, a, "tca_pio_check raw --node %d --offset %d" % (b, UNREGISTERED))
+            check(ring4, a, "tca_check pio raw --node %d --offset %d" % (b, UNREGISTERED))
             wait_until(lambda: refused(ring4, b) > before_ref, timeout=10,
                        what="node %d to count the store from node %d" % (b, a))
             assert link_tx_total(ring4) - before_tx == hops(a, b), "%d -> %d" % (a, b)
@@ -72,8 +72,8 @@ def test_all_12_pairs_cross_the_expected_number_of_links(ring4):
 
 @pytest.mark.parametrize("sender,receiver", [(0, 2), (3, 1)])
 def test_pio_data_intact_over_two_hops(ring4, sender, receiver):
-    cmds = {receiver: "tca_pio_check recv --peer %d --size 8192" % sender,
-            sender: "tca_pio_check send --peer %d --offsets 0,3,-9 --sizes 1,7,8,255,4096" % receiver}
+    cmds = {receiver: "tca_check pio recv --peer %d --size 8192" % sender,
+            sender: "tca_check pio send --peer %d --offsets 0,3,-9 --sizes 1,7,8,255,4096" % receiver}
     res = ring4.run_all(lambda i: cmds[i], nodes=[sender, receiver], timeout=300)
     for rc, out in res:
         assert rc == 0, out
@@ -99,7 +99,7 @@ def test_bad_firmware_is_refused_and_holds_links_down(ring4):
     assert sysfs_read(ring4, node, "fw_status") == "ok"
     wait_sysfs(ring4, node, "link_e", lambda v: v.startswith("up"))
     before = refused(ring4, 1)
-    check(ring4, node, "tca_pio_check raw --node 1 --offset %d" % UNREGISTERED)
+    check(ring4, node, "tca_check pio raw --node 1 --offset %d" % UNREGISTERED)
     wait_until(lambda: refused(ring4, 1) > before, timeout=10, what="traffic after reload")
 
 
@@ -109,7 +109,7 @@ def test_peer_killed_and_restarted(ring4):
     wait_sysfs(ring4, 2, "link_w", "down", timeout=15)
     # Node 0 -> node 2 goes E through node 1: refused as LINK_DOWN, not hung.
     before = int(sysfs_read(ring4, 0, "err_count"))
-    check(ring4, 0, "tca_pio_check raw --node 2 --offset %d" % UNREGISTERED)
+    check(ring4, 0, "tca_check pio raw --node 2 --offset %d" % UNREGISTERED)
     wait_until(lambda: int(sysfs_read(ring4, 0, "err_count")) > before, timeout=10,
                what="node 0 to count the store it could not route")
     assert "LINK_DOWN" in sysfs_read(ring4, 0, "errors_by_code")
@@ -118,7 +118,7 @@ def test_peer_killed_and_restarted(ring4):
     wait_sysfs(ring4, 2, "link_w", lambda v: v.startswith("up"), timeout=30)
     assert sysfs_read(ring4, 1, "fw_status") == "ok"
     before = refused(ring4, 2)
-    check(ring4, 0, "tca_pio_check raw --node 2 --offset %d" % UNREGISTERED)
+    check(ring4, 0, "tca_check pio raw --node 2 --offset %d" % UNREGISTERED)
     wait_until(lambda: refused(ring4, 2) > before, timeout=10, what="traffic through the restarted node")
 
 
@@ -126,8 +126,8 @@ def test_peer_killed_and_restarted(ring4):
 def test_dma_data_intact_over_two_hops(ring4, sender, receiver):
     """DMA (random sizes, offsets, strides; every transfer checksummed by the
     receiver) between nodes two cables apart: the middle card forwards."""
-    cmds = {receiver: "tca_dma_check recv --peer %d" % sender,
-            sender: "tca_dma_check send --peer %d --count 10" % receiver}
+    cmds = {receiver: "tca_check dma recv --peer %d" % sender,
+            sender: "tca_check dma send --peer %d --count 10" % receiver}
     res = ring4.run_all(lambda i: cmds[i], nodes=[sender, receiver], timeout=600)
     for rc, out in res:
         assert rc == 0, out
@@ -157,5 +157,5 @@ def test_tcp_cables(make_cluster):
         assert sysfs_read(c, i, "fw_status") == "ok"
         wait_sysfs(c, i, "link_e", lambda v: v.startswith("up"))
     before = refused(c, 2)
-    check(c, 0, "tca_pio_check raw --node 2 --offset %d" % UNREGISTERED)
+    check(c, 0, "tca_check pio raw --node 2 --offset %d" % UNREGISTERED)
     wait_until(lambda: refused(c, 2) > before, timeout=10, what="a store over TCP")

@@ -1,22 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The open device: file descriptor, INFO answer, window and mailbox
-// mappings, and the tcaMalloc buffers. One instance lives in library.cpp;
-// its methods assume the caller holds the library mutex, except the
-// read-only accessors used by the lock-free PIO path.
+// mappings, the tcaMalloc buffers and where their bytes are (for DMA and
+// the read proxy: local_side, handle_side), their exports, and the DMA and
+// read-proxy state. One instance lives in library.cpp; its methods assume
+// the caller holds the library mutex, except the read-only accessors used
+// by the lock-free PIO path.
 #pragma once
-
-#include "dma_plan.hpp"
-#include "driver_buffer.hpp"
-#include "dma_state.hpp"
-#include "handshake.hpp"
-#include "mapping.hpp"
-#include "rp_state.hpp"
-#include "unique_fd.hpp"
-
-#include <tca/tca.h>
 
 #include <peach2/peach2_hw.h>
 #include <peach2/peach2_uapi.h>
+#include <tca/tca.h>
 
 #include <array>
 #include <atomic>
@@ -25,114 +18,119 @@
 #include <memory>
 #include <vector>
 
+#include "dma.hpp"
+#include "driver_buffer.hpp"
+#include "exchange.hpp"
+
 namespace tca {
+
+class RpState;
 
 class Context {
 public:
-	// Opens and maps the device at `path`; 0 or a negative code.
-	static int open(const char *path, std::unique_ptr<Context> *out);
+    ~Context();
 
-	const peach2_info &info() const noexcept { return info_; }
-	std::uint32_t node_id() const noexcept { return info_.node_id; }
-	std::uint32_t node_count() const noexcept { return info_.node_count; }
-	volatile unsigned char *window() const noexcept
-	{
-		return static_cast<volatile unsigned char *>(window_.get());
-	}
-	std::uint64_t window_size() const noexcept { return window_.size(); }
-	const volatile unsigned char *mailbox() const noexcept
-	{
-		return static_cast<const volatile unsigned char *>(mailbox_.get());
-	}
+    // Opens and maps the device at `path`; 0 or a negative code.
+    static int open(const char* path, std::unique_ptr<Context>* out);
 
-	int alloc(std::size_t size, void **ptr);
-	// Frees a tcaMalloc buffer; the driver ends its exports with it.
-	// -EBUSY while a pending get (before its deadline) replies into it.
-	int free(void *ptr);
-	// A driver buffer of `size` bytes for the library's own use (mapped,
-	// zeroed, chunk list read; not one of the tcaMalloc buffers).
-	int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer> *out);
-	int handle_for(const void *ptr, std::size_t size, tcaHandle *out) const noexcept;
+    const peach2_info& info() const noexcept { return info_; }
+    std::uint32_t node_id() const noexcept { return info_.node_id; }
+    std::uint32_t node_count() const noexcept { return info_.node_count; }
+    volatile unsigned char* window() const noexcept {
+        return static_cast<volatile unsigned char*>(window_.get());
+    }
+    std::uint64_t window_size() const noexcept { return window_.size(); }
+    const volatile unsigned char* mailbox() const noexcept {
+        return static_cast<const volatile unsigned char*>(mailbox_.get());
+    }
 
-	// DMA: where memory is, in the planner's terms (context_dma.cpp).
-	// [ptr, ptr + len) inside one buffer: TCA_ENOTBUF, TCA_ERANGE.
-	int local_side(const void *ptr, std::uint64_t len, DmaSide *out) const noexcept;
-	// Bytes [offset, offset + len) of a validated handle: this process's
-	// buffer when h.node is this node (TCA_ENOTBUF if the handle does not
-	// match one of them), else the remote memory itself (TCA_ENODE,
-	// TCA_ERANGE).
-	int handle_side(const tcaHandle &h, std::uint64_t offset, std::uint64_t len,
-			DmaSide *out) const noexcept;
-	DmaState &dma() noexcept { return *dma_; }
+    int alloc(std::size_t size, void** ptr);
+    // Frees a tcaMalloc buffer; the driver ends its exports with it.
+    // -EBUSY while a pending get (before its deadline) replies into it.
+    int free(void* ptr);
+    // A driver buffer of `size` bytes for the library's own use (mapped,
+    // zeroed, chunk list read; not one of the tcaMalloc buffers).
+    int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out);
+    int handle_for(const void* ptr, std::size_t size, tcaHandle* out) const noexcept;
 
-	// Read proxy (context_export.cpp). Export [ptr, ptr + size) of a
-	// buffer (size 0: to its end) and describe it in *out.
-	int export_range(const void *ptr, std::size_t size, std::uint32_t peach2_flags,
-			 tcaHandle *out);
-	// Ends one of this process's exports: TCA_ENOTEXPORTED if unknown.
-	int unexport(std::uint32_t export_id, std::uint32_t key);
-	// The completion areas and request registry, created on first use; a
-	// fresh area is added when the current one has too many retired slots.
-	int rp(RpState **out);
-	// The same without the library mutex: nullptr before the first use.
-	RpState *rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
+    // DMA: where memory is, in the planner's terms.
+    // [ptr, ptr + len) inside one buffer: TCA_ENOTBUF, TCA_ERANGE.
+    int local_side(const void* ptr, std::uint64_t len, DmaSide* out) const noexcept;
+    // Bytes [offset, offset + len) of a validated handle: this process's
+    // buffer when h.node is this node (TCA_ENOTBUF if the handle does not
+    // match one of them), else the remote memory itself (TCA_ENODE,
+    // TCA_ERANGE).
+    int handle_side(const tcaHandle& h, std::uint64_t offset, std::uint64_t len,
+                    DmaSide* out) const noexcept;
+    DmaState& dma() noexcept { return *dma_; }
 
-	// Registered memory (context_register.cpp): pins [ptr, ptr + size) of
-	// this process's memory as a driver buffer; ends one such registration.
-	int register_memory(void *ptr, std::size_t size);
-	int deregister_memory(void *ptr, std::size_t size);
+    // Read proxy. Export [ptr, ptr + size) of a buffer (size 0: to its
+    // end) and describe it in *out.
+    int export_range(const void* ptr, std::size_t size, std::uint32_t peach2_flags, tcaHandle* out);
+    // Ends one of this process's exports: TCA_ENOTEXPORTED if unknown.
+    int unexport(std::uint32_t export_id, std::uint32_t key);
+    // The completion areas and request registry, created on first use; a
+    // fresh area is added when the current one has too many retired slots.
+    int rp(RpState** out);
+    // The same without the library mutex: nullptr before the first use.
+    RpState* rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
 
-	// Names (context_names.cpp).
-	int publish(const void *ptr, std::size_t size, peach2_publish *req);
-	int unpublish(std::uint32_t kind, std::uint32_t name);
-	// The buffer lookup answers land in (created on first use).
-	int lookup_buffer(DriverBuffer **out);
+    // Registered memory (names.cpp): pins [ptr, ptr + size) of
+    // this process's memory as a driver buffer; ends one such registration.
+    int register_memory(void* ptr, std::size_t size);
+    int deregister_memory(void* ptr, std::size_t size);
 
-	// Per-peer exchange bookkeeping (see handshake.hpp).
-	PeerHistory &history(std::uint32_t peer) { return history_.at(peer); }
-	bool &exchange_busy(std::uint32_t peer) { return busy_.at(peer); }
+    // Names (names.cpp).
+    int publish(const void* ptr, std::size_t size, peach2_publish* req);
+    int unpublish(std::uint32_t kind, std::uint32_t name);
+    // The buffer lookup answers land in (created on first use).
+    int lookup_buffer(DriverBuffer** out);
+
+    // Per-peer exchange bookkeeping (see exchange.hpp, the handshake).
+    PeerHistory& history(std::uint32_t peer) { return history_.at(peer); }
+    bool& exchange_busy(std::uint32_t peer) { return busy_.at(peer); }
 
 private:
-	Context() = default;
+    Context() = default;
 
-	// The tcaMalloc buffer of this process that holds byte `ptr`.
-	struct Located {
-		std::uintptr_t base;     // its address (buffers_ key)
-		const DriverBuffer *buf;
-		std::uint64_t offset;    // of ptr inside it
-	};
-	// 0, or TCA_ENOTBUF when ptr is in none of them. A tcaMalloc buffer
-	// that holds ptr wins; else a registration that holds [ptr, ptr + len).
-	int locate(const void *ptr, std::uint64_t len, Located *out) const noexcept;
+    // The tcaMalloc buffer of this process that holds byte `ptr`.
+    struct Located {
+        std::uintptr_t base;  // its address (buffers_ key)
+        const DriverBuffer* buf;
+        std::uint64_t offset;  // of ptr inside it
+    };
+    // 0, or TCA_ENOTBUF when ptr is in none of them. A tcaMalloc buffer
+    // that holds ptr wins; else a registration that holds [ptr, ptr + len).
+    int locate(const void* ptr, std::uint64_t len, Located* out) const noexcept;
 
-	UniqueFd fd_;                     // declared first: closed last
-	peach2_info info_{};
-	Mapping window_;
-	Mapping mailbox_;
-	std::map<std::uintptr_t, std::unique_ptr<DriverBuffer>> buffers_; // by address
-	// Every chunk of every buffer by global address, to find the buffer a
-	// local handle describes.
-	struct ChunkRef {
-		const DriverBuffer *buf;
-		std::uint64_t offset; // in the buffer
-		std::uint64_t len;
-	};
-	std::map<std::uint64_t, ChunkRef> by_global_;
-	// Registrations (tcaRegister), by the address of their first page; they
-	// may overlap. No by_global_ entries: on this node they are named by
-	// pointer.
-	std::multimap<std::uintptr_t, std::unique_ptr<DriverBuffer>> registered_;
-	std::unique_ptr<DriverBuffer> lookup_buf_;
-	std::unique_ptr<DmaState> dma_;
-	struct ExportRef {
-		std::uintptr_t buffer; // the buffer's address (buffers_ key)
-		std::uint32_t key;
-	};
-	std::map<std::uint32_t, ExportRef> exports_; // by export id
-	std::unique_ptr<RpState> rp_;     // after fd_: released before the close
-	std::atomic<RpState *> rp_fast_{nullptr};
-	std::array<PeerHistory, PEACH2_MAX_NODES> history_{};
-	std::array<bool, PEACH2_MAX_NODES> busy_{};
+    UniqueFd fd_;  // declared first: closed last
+    peach2_info info_{};
+    Mapping window_;
+    Mapping mailbox_;
+    std::map<std::uintptr_t, std::unique_ptr<DriverBuffer>> buffers_;  // by address
+    // Every chunk of every buffer by global address, to find the buffer a
+    // local handle describes.
+    struct ChunkRef {
+        const DriverBuffer* buf;
+        std::uint64_t offset;  // in the buffer
+        std::uint64_t len;
+    };
+    std::map<std::uint64_t, ChunkRef> by_global_;
+    // Registrations (tcaRegister), by the address of their first page; they
+    // may overlap. No by_global_ entries: on this node they are named by
+    // pointer.
+    std::multimap<std::uintptr_t, std::unique_ptr<DriverBuffer>> registered_;
+    std::unique_ptr<DriverBuffer> lookup_buf_;
+    std::unique_ptr<DmaState> dma_;
+    struct ExportRef {
+        std::uintptr_t buffer;  // the buffer's address (buffers_ key)
+        std::uint32_t key;
+    };
+    std::map<std::uint32_t, ExportRef> exports_;  // by export id
+    std::unique_ptr<RpState> rp_;                 // after fd_: released before the close
+    std::atomic<RpState*> rp_fast_{nullptr};
+    std::array<PeerHistory, PEACH2_MAX_NODES> history_{};
+    std::array<bool, PEACH2_MAX_NODES> busy_{};
 };
 
-} // namespace tca
+}  // namespace tca

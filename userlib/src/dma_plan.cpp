@@ -1,149 +1,227 @@
 // SPDX-License-Identifier: MIT
-#include "dma_plan.hpp"
-
-#include "dma_flags.hpp"
-#include "dma_rules.hpp"
-#include "range.hpp"
-
+// DMA planning, pure: a resolved request checked against the card's rules
+// (peach2_dma_rules.h, in TCA_E* terms) and cut into one driver entry per
+// descriptor; and tcaPutAuto's choice between PIO and DMA. No device, no
+// lock: unit-tested directly (test_dma_plan, test_dma_rules, test_put_choice).
+#include <peach2/peach2_dma_rules.h>
 #include <peach2/peach2_hw.h>
+#include <tca/tca.h>
 
 #include <algorithm>
 #include <cerrno>
 
+#include "dma.hpp"
+#include "range.hpp"
+#include "size_text.hpp"
+
 namespace tca {
+
+int check_alignment(std::uint64_t src_addr, std::uint64_t dst_addr, std::uint64_t len) noexcept {
+    return peach2_dma_align_rule(src_addr, dst_addr, len) ? TCA_EALIGN : 0;
+}
+
+bool stride_span(std::uint64_t len, std::uint32_t burst, std::uint32_t gap,
+                 std::uint64_t* span) noexcept {
+    return peach2_stride_span(len, burst, gap, span) == 0;
+}
+
+int check_stride(std::uint64_t len, std::uint32_t stride, std::uint32_t burst, std::uint32_t gap,
+                 std::uint64_t* src_span, std::uint64_t* dst_span) noexcept {
+    if (stride & ~(TCA_DMA_STRIDE_SRC | TCA_DMA_STRIDE_DST))
+        return -EINVAL;
+    *src_span = *dst_span = len;
+    const bool src = stride & TCA_DMA_STRIDE_SRC, dst = stride & TCA_DMA_STRIDE_DST;
+    const std::uint32_t flags =
+        (src ? PEACH2_DESC_STRIDE_SRC : 0u) | (dst ? PEACH2_DESC_STRIDE_DST : 0u);
+    if (peach2_dma_block_rule(burst, gap, flags))
+        return TCA_ESTRIDE;
+    if (burst == 0)
+        return 0;
+    // Never split (a block pattern has no natural cut), so one descriptor.
+    if (len == 0 || len > PEACH2_DMA_MAX_LEN)
+        return TCA_ESTRIDE;
+    std::uint64_t span = 0;
+    if (!stride_span(len, burst, gap, &span))
+        return TCA_ESTRIDE;
+    if (src)
+        *src_span = span;
+    if (dst)
+        *dst_span = span;
+    return 0;
+}
+
+int check_notify(std::uint64_t addr, std::uint32_t len) noexcept {
+    if (len != 4 && len != 8)
+        return -EINVAL;
+    return addr % len ? TCA_EALIGN : 0;
+}
+
+int refusal_error(int rc, const peach2_xfer_refusal& why) noexcept {
+    switch (why.bad_rule) {
+    case PEACH2_DMA_RULE_OK:
+    case PEACH2_DMA_RULE_NO_BUFFER:
+        return rc;  // nothing named, or -ENOENT for a handle: the driver's errno says it
+    case PEACH2_DMA_RULE_SRC_RANGE:
+    case PEACH2_DMA_RULE_DST_RANGE:
+    case PEACH2_DMA_RULE_REMOTE: return TCA_ERANGE;
+    case PEACH2_DMA_RULE_BLOCK_FIELDS:
+    case PEACH2_DMA_RULE_BLOCK_ALIGN:
+    case PEACH2_DMA_RULE_BLOCK_GAP16:
+    case PEACH2_DMA_RULE_TOO_LONG:
+    case PEACH2_DMA_RULE_CHUNK: return TCA_ESTRIDE;
+    default:
+        return peach2_dma_rule_err(static_cast<peach2_dma_rule>(why.bad_rule)) ==
+                       PEACH2_ERR_DMA_ALIGN
+                   ? TCA_EALIGN
+                   : rc;
+    }
+}
+
 namespace {
 
-std::uint64_t total_of(std::span<const tcaChunk> pieces) noexcept
-{
-	std::uint64_t t = 0;
-	for (const tcaChunk &c : pieces)
-		t += c.len; // pieces of a validated handle or a driver buffer: no overflow
-	return t;
+std::uint64_t total_of(std::span<const tcaChunk> pieces) noexcept {
+    std::uint64_t t = 0;
+    for (const tcaChunk& c : pieces)
+        t += c.len;  // pieces of a validated handle or a driver buffer: no overflow
+    return t;
 }
 
 // [offset, offset + span) inside the side's memory?
-bool side_fits(const DmaSide &s, std::uint64_t span) noexcept
-{
-	return range_fits(s.offset, span, total_of(s.pieces));
+bool side_fits(const DmaSide& s, std::uint64_t span) noexcept {
+    return range_fits(s.offset, span, total_of(s.pieces));
 }
 
 // The driver's name for byte `pos` of a side: a buffer offset for local
 // memory, the global address for remote memory.
-std::uint64_t driver_dst(const DmaSide &s, std::uint64_t pos, std::uint64_t addr) noexcept
-{
-	return s.buffer ? s.offset + pos : addr;
+std::uint64_t driver_dst(const DmaSide& s, std::uint64_t pos, std::uint64_t addr) noexcept {
+    return s.buffer ? s.offset + pos : addr;
 }
 
-int plan_notify(const DmaRequest &r, std::vector<peach2_xfer> *out)
-{
-	const DmaSide &n = r.notify_at;
-	if (r.notify_len != 4 && r.notify_len != 8)
-		return -EINVAL;
-	if (!side_fits(n, r.notify_len))
-		return TCA_ERANGE;
-	std::uint64_t addr = 0, room = 0;
-	piece_at(n.pieces, n.offset, &addr, &room);
-	if (int rc = check_notify(addr, r.notify_len))
-		return rc;
-	if (room < r.notify_len)
-		return TCA_EALIGN; // only a malformed piece list can split an aligned word
-	peach2_xfer x{};
-	x.dst_handle = n.buffer;
-	x.dst = driver_dst(n, 0, addr);
-	x.len = r.notify_len;
-	x.flags = PEACH2_XFER_IMM;
-	// The card writes the low `len` bytes of the value.
-	x.imm = r.notify_len == 4 ? (r.notify_value & 0xffffffffull) : r.notify_value;
-	out->push_back(x);
-	return 0;
+int plan_notify(const DmaRequest& r, std::vector<peach2_xfer>* out) {
+    const DmaSide& n = r.notify_at;
+    if (r.notify_len != 4 && r.notify_len != 8)
+        return -EINVAL;
+    if (!side_fits(n, r.notify_len))
+        return TCA_ERANGE;
+    std::uint64_t addr = 0, room = 0;
+    piece_at(n.pieces, n.offset, &addr, &room);
+    if (int rc = check_notify(addr, r.notify_len))
+        return rc;
+    if (room < r.notify_len)
+        return TCA_EALIGN;  // only a malformed piece list can split an aligned word
+    peach2_xfer x{};
+    x.dst_handle = n.buffer;
+    x.dst = driver_dst(n, 0, addr);
+    x.len = r.notify_len;
+    x.flags = PEACH2_XFER_IMM;
+    // The card writes the low `len` bytes of the value.
+    x.imm = r.notify_len == 4 ? (r.notify_value & 0xffffffffull) : r.notify_value;
+    out->push_back(x);
+    return 0;
 }
 
-int plan_strided(const DmaRequest &r, std::uint64_t sspan, std::uint64_t dspan,
-		 std::vector<peach2_xfer> *out)
-{
-	std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
-	piece_at(r.src.pieces, r.src.offset, &saddr, &sroom);
-	piece_at(r.dst.pieces, r.dst.offset, &daddr, &droom);
-	if (int rc = check_alignment(saddr, daddr, r.len))
-		return rc;
-	if (sspan > sroom || dspan > droom)
-		return TCA_ESTRIDE; // the card walks a strided side by address
-	peach2_xfer x{};
-	x.src_handle = r.src.buffer;
-	x.src_offset = r.src.offset;
-	x.dst_handle = r.dst.buffer;
-	x.dst = driver_dst(r.dst, 0, daddr);
-	x.len = r.len;
-	x.burst = static_cast<__u16>(r.burst);
-	x.gap = static_cast<__u16>(r.gap);
-	x.flags = xfer_stride_flags(r.stride);
-	out->push_back(x);
-	return 0;
+int plan_strided(const DmaRequest& r, std::uint64_t sspan, std::uint64_t dspan,
+                 std::vector<peach2_xfer>* out) {
+    std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
+    piece_at(r.src.pieces, r.src.offset, &saddr, &sroom);
+    piece_at(r.dst.pieces, r.dst.offset, &daddr, &droom);
+    if (int rc = check_alignment(saddr, daddr, r.len))
+        return rc;
+    if (sspan > sroom || dspan > droom)
+        return TCA_ESTRIDE;  // the card walks a strided side by address
+    peach2_xfer x{};
+    x.src_handle = r.src.buffer;
+    x.src_offset = r.src.offset;
+    x.dst_handle = r.dst.buffer;
+    x.dst = driver_dst(r.dst, 0, daddr);
+    x.len = r.len;
+    x.burst = static_cast<__u16>(r.burst);
+    x.gap = static_cast<__u16>(r.gap);
+    x.flags = xfer_stride_flags(r.stride);
+    out->push_back(x);
+    return 0;
 }
 
-int plan_contiguous(const DmaRequest &r, std::vector<peach2_xfer> *out)
-{
-	for (std::uint64_t pos = 0; pos < r.len;) {
-		std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
-		piece_at(r.src.pieces, r.src.offset + pos, &saddr, &sroom);
-		piece_at(r.dst.pieces, r.dst.offset + pos, &daddr, &droom);
-		const std::uint64_t n = std::min({r.len - pos, sroom, droom,
-						  static_cast<std::uint64_t>(PEACH2_DMA_MAX_LEN)});
-		// Every piece: after a cut the two sides restart at unrelated
-		// addresses, so one check at the start would not cover them.
-		if (int rc = check_alignment(saddr, daddr, n))
-			return rc;
-		peach2_xfer x{};
-		x.src_handle = r.src.buffer;
-		x.src_offset = r.src.offset + pos;
-		x.dst_handle = r.dst.buffer;
-		x.dst = driver_dst(r.dst, pos, daddr);
-		x.len = n;
-		out->push_back(x);
-		pos += n;
-	}
-	return 0;
+int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
+    for (std::uint64_t pos = 0; pos < r.len;) {
+        std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
+        piece_at(r.src.pieces, r.src.offset + pos, &saddr, &sroom);
+        piece_at(r.dst.pieces, r.dst.offset + pos, &daddr, &droom);
+        const std::uint64_t n =
+            std::min({r.len - pos, sroom, droom, static_cast<std::uint64_t>(PEACH2_DMA_MAX_LEN)});
+        // Every piece: after a cut the two sides restart at unrelated
+        // addresses, so one check at the start would not cover them.
+        if (int rc = check_alignment(saddr, daddr, n))
+            return rc;
+        peach2_xfer x{};
+        x.src_handle = r.src.buffer;
+        x.src_offset = r.src.offset + pos;
+        x.dst_handle = r.dst.buffer;
+        x.dst = driver_dst(r.dst, pos, daddr);
+        x.len = n;
+        out->push_back(x);
+        pos += n;
+    }
+    return 0;
 }
 
-} // namespace
+}  // namespace
 
-bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t *addr,
-	      std::uint64_t *room) noexcept
-{
-	for (const tcaChunk &c : pieces) {
-		if (offset < c.len) {
-			*addr = c.global_addr + offset;
-			*room = c.len - offset;
-			return true;
-		}
-		offset -= c.len;
-	}
-	*addr = *room = 0;
-	return false;
+bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t* addr,
+              std::uint64_t* room) noexcept {
+    for (const tcaChunk& c : pieces) {
+        if (offset < c.len) {
+            *addr = c.global_addr + offset;
+            *room = c.len - offset;
+            return true;
+        }
+        offset -= c.len;
+    }
+    *addr = *room = 0;
+    return false;
 }
 
-int plan_request(const DmaRequest &r, std::vector<peach2_xfer> *out)
-{
-	std::uint64_t sspan = 0, dspan = 0;
-	if (int rc = check_stride(r.len, r.stride, r.burst, r.gap, &sspan, &dspan))
-		return rc;
-	if (r.burst > 0xffff || r.gap > 0xffff)
-		return TCA_ESTRIDE;
-	if (r.len && (!side_fits(r.src, sspan) || !side_fits(r.dst, dspan)))
-		return TCA_ERANGE;
-	if (r.len % 4)
-		return TCA_EALIGN;
-	const std::size_t before = out->size();
-	int rc = 0;
-	if (r.len && r.burst)
-		rc = plan_strided(r, sspan, dspan, out);
-	else if (r.len)
-		rc = plan_contiguous(r, out);
-	if (rc == 0 && r.notify)
-		rc = plan_notify(r, out);
-	if (rc)
-		out->resize(before);
-	return rc;
+int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out) {
+    std::uint64_t sspan = 0, dspan = 0;
+    if (int rc = check_stride(r.len, r.stride, r.burst, r.gap, &sspan, &dspan))
+        return rc;
+    if (r.burst > 0xffff || r.gap > 0xffff)
+        return TCA_ESTRIDE;
+    if (r.len && (!side_fits(r.src, sspan) || !side_fits(r.dst, dspan)))
+        return TCA_ERANGE;
+    if (r.len % 4)
+        return TCA_EALIGN;
+    const std::size_t before = out->size();
+    int rc = 0;
+    if (r.len && r.burst)
+        rc = plan_strided(r, sspan, dspan, out);
+    else if (r.len)
+        rc = plan_contiguous(r, out);
+    if (rc == 0 && r.notify)
+        rc = plan_notify(r, out);
+    if (rc)
+        out->resize(before);
+    return rc;
 }
 
-} // namespace tca
+PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr, std::uint64_t dst_addr,
+                    std::uint64_t pio_max) noexcept {
+    PutSplit all_pio{len, 0, 0};
+    if (len <= pio_max || !src_dma || (src_addr ^ dst_addr) % 16)
+        return all_pio;
+    // Equal low 4 bits: once the source is 4-aligned, so is the destination.
+    PutSplit s;
+    s.head = (4 - src_addr % 4) % 4;
+    if (s.head >= len)
+        return all_pio;
+    s.body = (len - s.head) / 4 * 4;
+    s.tail = len - s.head - s.body;
+    return s.body ? s : all_pio;
+}
+
+std::uint64_t pio_max_from(const char* text) noexcept {
+    std::uint64_t v = 0;
+    return text && parse_size(text, &v) ? v : TCA_PIO_MAX_DEFAULT;
+}
+
+}  // namespace tca

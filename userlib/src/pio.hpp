@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Programmed I/O into the window. The store pattern matters: the window is
+// Programmed I/O into the window (pio.cpp: tcaPut, tcaPutRaw, tcaFence,
+// and the stores they make). No lock on this path: the context pointer is
+// read atomically, everything else is the caller's data. The store pattern
+// matters: the window is
 // device memory, and under QEMU TCG every CPU store becomes one MMIO access
 // of that width. memcpy may use `rep movsb` or vector stores, which turn into
 // byte-wise or oddly split device accesses, so the library issues its own
@@ -18,41 +21,40 @@ namespace tca {
 // its address and fits in what is left. The sink decides what a store is
 // (a volatile store for the device, a record for the tests).
 template <class Sink>
-constexpr void plan_stores(std::uintptr_t dst_addr, std::size_t len, Sink &&sink)
-{
-	auto width_at = [&](std::size_t off) -> unsigned {
-		const std::uintptr_t a = dst_addr + off;
-		const std::size_t left = len - off;
-		if (a % 8 == 0 && left >= 8)
-			return 8;
-		if (a % 4 == 0 && left >= 4)
-			return 4;
-		if (a % 2 == 0 && left >= 2)
-			return 2;
-		return 1;
-	};
-	std::size_t off = 0;
-	// Head: up to three narrower stores until the address is 8-aligned.
-	while (off < len && (dst_addr + off) % 8 != 0) {
-		const unsigned w = width_at(off);
-		sink(off, w);
-		off += w;
-	}
-	// Body: aligned 8-byte stores.
-	for (; len - off >= 8; off += 8)
-		sink(off, 8u);
-	// Tail: at most one 4-, one 2- and one 1-byte store.
-	while (off < len) {
-		const unsigned w = width_at(off);
-		sink(off, w);
-		off += w;
-	}
+constexpr void plan_stores(std::uintptr_t dst_addr, std::size_t len, Sink&& sink) {
+    auto width_at = [&](std::size_t off) -> unsigned {
+        const std::uintptr_t a = dst_addr + off;
+        const std::size_t left = len - off;
+        if (a % 8 == 0 && left >= 8)
+            return 8;
+        if (a % 4 == 0 && left >= 4)
+            return 4;
+        if (a % 2 == 0 && left >= 2)
+            return 2;
+        return 1;
+    };
+    std::size_t off = 0;
+    // Head: up to three narrower stores until the address is 8-aligned.
+    while (off < len && (dst_addr + off) % 8 != 0) {
+        const unsigned w = width_at(off);
+        sink(off, w);
+        off += w;
+    }
+    // Body: aligned 8-byte stores.
+    for (; len - off >= 8; off += 8)
+        sink(off, 8u);
+    // Tail: at most one 4-, one 2- and one 1-byte store.
+    while (off < len) {
+        const unsigned w = width_at(off);
+        sink(off, w);
+        off += w;
+    }
 }
 
 // Copies len bytes from ordinary memory `src` to device memory `dst` with
 // the stores plan_stores() chooses. `src` may have any alignment. No fence:
 // callers decide (see store_fence).
-void pio_copy(volatile void *dst, const void *src, std::size_t len) noexcept;
+void pio_copy(volatile void* dst, const void* src, std::size_t len) noexcept;
 
 // Orders all earlier stores of this thread (including write-combining ones)
 // before later ones: sfence on x86, a full fence elsewhere.
@@ -61,6 +63,6 @@ void store_fence() noexcept;
 // Copies `len` bytes (a multiple of 8, 8-aligned source) from device memory
 // with 8-byte volatile loads, for reading the mailbox: wider or narrower
 // loads would be split differently by the device model.
-void mmio_read64(void *dst, const volatile void *src, std::size_t len) noexcept;
+void mmio_read64(void* dst, const volatile void* src, std::size_t len) noexcept;
 
-} // namespace tca
+}  // namespace tca

@@ -1,69 +1,68 @@
 // SPDX-License-Identifier: MIT
-#include "rp_plan.hpp"
-
-#include "dma_rules.hpp"
-#include "handle.hpp"
-#include "range.hpp"
-
+// Read-proxy planning, pure: which node and export a handle names, and how
+// a get is cut into requests (rp.hpp says why there). Unit-tested directly
+// (test_rp_plan).
 #include <peach2/peach2_hw.h>
 
 #include <algorithm>
 
+#include "handle.hpp"
+#include "range.hpp"
+#include "rp.hpp"
+
 namespace tca {
 
-int rp_target(const tcaHandle &h, std::uint32_t node_count, std::uint32_t op, RpTarget *out) noexcept
-{
-	if (h.export_id == 0)
-		return TCA_ENOTEXPORTED;
-	if (h.node >= node_count)
-		return TCA_ENODE;
-	RpTarget t;
-	t.node = h.node;
-	t.export_id = h.export_id;
-	t.key = h.export_key;
-	t.op = op;
-	*out = t;
-	return 0;
+int rp_target(const tcaHandle& h, std::uint32_t node_count, std::uint32_t op,
+              RpTarget* out) noexcept {
+    if (h.export_id == 0)
+        return TCA_ENOTEXPORTED;
+    if (h.node >= node_count)
+        return TCA_ENODE;
+    RpTarget t;
+    t.node = h.node;
+    t.export_id = h.export_id;
+    t.key = h.export_key;
+    t.op = op;
+    *out = t;
+    return 0;
 }
 
-int plan_get(const DmaSide &dst, const tcaHandle &src, std::uint64_t src_offset,
-	     std::uint64_t len, std::vector<RpPiece> *out)
-{
-	if (!range_fits(src_offset, len, src.size))
-		return TCA_ERANGE;
-	if (len % 4)
-		return TCA_EALIGN;
-	std::vector<RpPiece> pieces;
-	for (std::uint64_t pos = 0; pos < len;) {
-		std::uint64_t local = 0, room = 0, remote = 0;
-		if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
-			return TCA_ERANGE;
-		if (handle_address(src, src_offset + pos, &remote))
-			return TCA_ERANGE;
-		const std::uint64_t n =
-			std::min({len - pos, room, static_cast<std::uint64_t>(PEACH2_RP_MAX_LEN)});
-		// Both ends of every request: the target's DMA writes it as is.
-		if (int rc = check_alignment(remote, local, n))
-			return rc;
-		pieces.push_back(RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos,
-					 static_cast<std::uint32_t>(n)});
-		pos += n;
-	}
-	out->insert(out->end(), pieces.begin(), pieces.end());
-	return 0;
+int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset, std::uint64_t len,
+             std::vector<RpPiece>* out) {
+    if (!range_fits(src_offset, len, src.size))
+        return TCA_ERANGE;
+    if (len % 4)
+        return TCA_EALIGN;
+    std::vector<RpPiece> pieces;
+    for (std::uint64_t pos = 0; pos < len;) {
+        std::uint64_t local = 0, room = 0, remote = 0;
+        if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
+            return TCA_ERANGE;
+        if (handle_address(src, src_offset + pos, &remote))
+            return TCA_ERANGE;
+        const std::uint64_t n =
+            std::min({len - pos, room, static_cast<std::uint64_t>(PEACH2_RP_MAX_LEN)});
+        // Both ends of every request: the target's DMA writes it as is.
+        if (int rc = check_alignment(remote, local, n))
+            return rc;
+        pieces.push_back(
+            RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos, static_cast<std::uint32_t>(n)});
+        pos += n;
+    }
+    out->insert(out->end(), pieces.begin(), pieces.end());
+    return 0;
 }
 
-int plan_atomic(const tcaHandle &h, std::uint64_t offset, std::uint64_t *addr) noexcept
-{
-	if (!range_fits(offset, 8, h.size))
-		return TCA_ERANGE;
-	std::uint64_t ga = 0;
-	if (handle_address(h, offset, &ga))
-		return TCA_ERANGE;
-	if (ga % 8)
-		return TCA_EALIGN; // an aligned word never crosses a page, so never a chunk
-	*addr = PEACH2_ADDR_OFFSET(ga);
-	return 0;
+int plan_atomic(const tcaHandle& h, std::uint64_t offset, std::uint64_t* addr) noexcept {
+    if (!range_fits(offset, 8, h.size))
+        return TCA_ERANGE;
+    std::uint64_t ga = 0;
+    if (handle_address(h, offset, &ga))
+        return TCA_ERANGE;
+    if (ga % 8)
+        return TCA_EALIGN;  // an aligned word never crosses a page, so never a chunk
+    *addr = PEACH2_ADDR_OFFSET(ga);
+    return 0;
 }
 
-} // namespace tca
+}  // namespace tca

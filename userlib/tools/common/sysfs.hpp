@@ -12,9 +12,9 @@ namespace tcatools {
 std::string default_sysfs_dir();
 
 // The first line of `dir/name` without the newline; false if unreadable.
-bool read_attr(const std::string &dir, const char *name, std::string *out);
+bool read_attr(const std::string& dir, const char* name, std::string* out);
 
 // An attribute holding one number (decimal or 0x-hex).
-bool read_attr_u64(const std::string &dir, const char *name, std::uint64_t *out);
+bool read_attr_u64(const std::string& dir, const char* name, std::uint64_t* out);
 
-} // namespace tcatools
+}  // namespace tcatools

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// The read proxy's memory on the requesting side: completion records (a
+// pool of 32-byte slots per driver buffer; retired slots never reused), the
+// areas that hold them, and the pins that keep a pending get's destination
+// buffer from tcaFree. Thread-safe, no device calls (the Context allocates
+// the areas' buffers).
+#include <limits>
+#include <utility>
+
+#include "rp.hpp"
+
+namespace tca {
+
+SlotPool::SlotPool(std::uint32_t count) : count_(count) {
+    free_.reserve(count);
+    for (std::uint32_t i = count; i > 0; --i)
+        free_.push_back(i - 1);  // slot 0 on top
+}
+
+bool SlotPool::take(std::uint32_t* slot) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty())
+        return false;
+    *slot = free_.back();
+    free_.pop_back();
+    return true;
+}
+
+void SlotPool::give(std::uint32_t slot) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(slot);
+}
+
+void SlotPool::retire(std::uint32_t) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++retired_;
+}
+
+std::uint32_t SlotPool::free_count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<std::uint32_t>(free_.size());
+}
+
+std::uint32_t SlotPool::retired_count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return retired_;
+}
+
+peach2_rp_cpl CplArea::read(std::uint32_t slot) const noexcept {
+    // The card's DMA wrote it; volatile loads so the compiler reads it now,
+    // after the acquire load of the tag.
+    const volatile peach2_rp_cpl* r = reinterpret_cast<const volatile peach2_rp_cpl*>(record(slot));
+    peach2_rp_cpl c{};
+    c.value = r->value;
+    c.status = r->status;
+    c.len = r->len;
+    c.reserved = r->reserved;
+    c.tag = r->tag;
+    return c;
+}
+
+bool CplAreas::take(SlotRef* out) {
+    CplArea& a = current();
+    if (!a.slots().take(&out->slot))
+        return false;
+    out->area = &a;
+    return true;
+}
+
+bool CplAreas::wants_fresh() {
+    SlotPool& p = current().slots();
+    const std::uint32_t retired = p.retired_count();
+    return retired >= p.count() / 2 || (retired > 0 && p.free_count() == 0);
+}
+
+void CplAreas::add(std::unique_ptr<DriverBuffer> buffer) {
+    void* base = buffer->map.get();
+    const std::uint32_t id = buffer->id();
+    // Owned holds a mutex (in the pool): built in place, never moved.
+    std::unique_ptr<Owned> owned(new Owned{std::move(buffer), CplArea(base, id, 0, kSlots)});
+    std::lock_guard<std::mutex> lock(mutex_);
+    areas_.push_back(std::move(owned));
+}
+
+CplArea& CplAreas::current() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return areas_.back()->area;
+}
+
+std::size_t CplAreas::count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return areas_.size();
+}
+
+RpPin& RpPin::operator=(RpPin&& o) noexcept {
+    if (this != &o) {
+        release();
+        pins_ = std::exchange(o.pins_, nullptr);
+        it_ = o.it_;
+    }
+    return *this;
+}
+
+void RpPin::release() noexcept {
+    if (!pins_)
+        return;
+    std::lock_guard<std::mutex> lock(pins_->mutex_);
+    pins_->map_.erase(it_);
+    pins_ = nullptr;
+}
+
+void RpPin::set_deadline(std::uint64_t deadline_ns) noexcept {
+    if (!pins_)
+        return;
+    std::lock_guard<std::mutex> lock(pins_->mutex_);
+    it_->second = deadline_ns;
+}
+
+RpPin RpPins::pin(std::uint32_t buffer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return RpPin(this, map_.emplace(buffer, std::numeric_limits<std::uint64_t>::max()));
+}
+
+bool RpPins::busy(std::uint32_t buffer, std::uint64_t now_ns) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto range = map_.equal_range(buffer);
+    for (auto it = range.first; it != range.second; ++it)
+        if (it->second > now_ns)
+            return true;
+    return false;
+}
+
+}  // namespace tca
