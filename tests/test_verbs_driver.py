@@ -21,11 +21,11 @@ def test_kselftest_verbs(cluster2):
 def test_verbs_checks_within_one_node(cluster2, test):
     c = cluster2
     check(c, 1, "ip link set lo up 2>/dev/null; true")
-    cmd = "pv_verbs_check -p 18590 %s" % test
-    check(c, 1, "(%s > /tmp/pv.srv 2>&1; echo rc=$? >> /tmp/pv.srv) &" % cmd)
+    cmd = "tca_verbs_check -p 18590 %s" % test
+    check(c, 1, "(%s > /tmp/verbs_check.srv 2>&1; echo rc=$? >> /tmp/verbs_check.srv) &" % cmd)
     rc, out = c.run(1, "%s 127.0.0.1" % cmd, timeout=300)
-    wait_until(lambda: "rc=" in c.run(1, "cat /tmp/pv.srv")[1], timeout=30,
+    wait_until(lambda: "rc=" in c.run(1, "cat /tmp/verbs_check.srv")[1], timeout=30,
                what="the server's end")
-    srv = check(c, 1, "cat /tmp/pv.srv")
+    srv = check(c, 1, "cat /tmp/verbs_check.srv")
     assert rc == 0 and "PASS" in out, out
     assert "rc=0" in srv and "PASS" in srv, srv

@@ -21,9 +21,8 @@ namespace pv {
 // Every object we hand out starts with its ABI struct, so the pointer the
 // program gives back is also a pointer to our object.
 template <class Obj, class Abi>
-Obj *owner(Abi *abi) noexcept
-{
-	return reinterpret_cast<Obj *>(abi);
+Obj* owner(Abi* abi) noexcept {
+    return reinterpret_cast<Obj*>(abi);
 }
 
 // The version of the extended context the programs compile against.
@@ -31,4 +30,4 @@ static_assert(offsetof(verbs_context, context) == 320, "rdma-core 44 verbs_conte
 static_assert(sizeof(verbs_context) == 648, "rdma-core 44 verbs_context layout");
 static_assert(sizeof(ibv_device) == 664, "rdma-core 44 ibv_device layout");
 
-} // namespace pv
+}  // namespace pv

@@ -3,11 +3,11 @@
 // hold, the libtca session under it, and every object created through it.
 #pragma once
 
-#include "abi.hpp"
-#include "device.hpp"
-
 #include <cstdint>
 #include <mutex>
+
+#include "abi.hpp"
+#include "device.hpp"
 
 namespace pv {
 
@@ -15,38 +15,37 @@ class Engine;
 
 class Context {
 public:
-	// Opens libtca on `dev` and fills the verbs context; nullptr with errno.
-	static Context *open(Device *dev);
-	// Closes it: -1/EBUSY while objects made through it are alive.
-	static int close(Context *ctx);
+    // Opens libtca on `dev` and fills the verbs context; nullptr with errno.
+    static Context* open(Device* dev);
+    // Closes it: -1/EBUSY while objects made through it are alive.
+    static int close(Context* ctx);
 
-	static Context *of(ibv_context *c) noexcept
-	{
-		return reinterpret_cast<Context *>(reinterpret_cast<unsigned char *>(c) -
-						   offsetof(verbs_context, context));
-	}
-	ibv_context *abi() noexcept { return &vctx_.context; }
+    static Context* of(ibv_context* c) noexcept {
+        return reinterpret_cast<Context*>(reinterpret_cast<unsigned char*>(c) -
+                                          offsetof(verbs_context, context));
+    }
+    ibv_context* abi() noexcept { return &vctx_.context; }
 
-	Device &device() noexcept { return *dev_; }
-	const CardInfo &card() const noexcept { return card_; }
-	// Re-reads the link state (the port goes ACTIVE when a link comes up).
-	void refresh_card();
+    Device& device() noexcept { return *dev_; }
+    const CardInfo& card() const noexcept { return card_; }
+    // Re-reads the link state (the port goes ACTIVE when a link comes up).
+    void refresh_card();
 
-	// The data path of this context (engine.hpp).
-	Engine &engine() noexcept { return *engine_; }
+    // The data path of this context (engine.hpp).
+    Engine& engine() noexcept { return *engine_; }
 
 private:
-	Context() = default;
-	~Context();
+    Context() = default;
+    ~Context();
 
-	verbs_context vctx_{}; // first: the pointer we hand out is &vctx_.context
-	Device *dev_ = nullptr;
-	CardInfo card_;
-	Engine *engine_ = nullptr;
+    verbs_context vctx_{};  // first: the pointer we hand out is &vctx_.context
+    Device* dev_ = nullptr;
+    CardInfo card_;
+    Engine* engine_ = nullptr;
 };
 
 // libtca is one session per process; contexts share it.
-int session_acquire(const Device &dev);
+int session_acquire(const Device& dev);
 void session_release();
 
-} // namespace pv
+}  // namespace pv

@@ -7,8 +7,8 @@
 
 namespace pv {
 
-void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 bool debug_enabled() noexcept;
 
-} // namespace pv
+}  // namespace pv

@@ -12,7 +12,7 @@ namespace pv {
 // attribute missing, an attribute the transition does not take, a
 // CUR_STATE that is not the current state, or a value out of range
 // (port, P_Key index, MTU, timers, retry counts, RD atomic depths).
-int check_modify(ibv_qp_type type, ibv_qp_state cur, const ibv_qp_attr &attr, int mask,
-		 ibv_qp_state *next) noexcept;
+int check_modify(ibv_qp_type type, ibv_qp_state cur, const ibv_qp_attr& attr, int mask,
+                 ibv_qp_state* next) noexcept;
 
-} // namespace pv
+}  // namespace pv
