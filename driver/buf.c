@@ -11,6 +11,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/sched/signal.h>
@@ -18,6 +19,11 @@
 #include <linux/vmalloc.h>
 
 #include "peach2.h"
+
+unsigned long long peach2_max_alloc_per_fd = SZ_512M;
+module_param_named(max_alloc_per_fd, peach2_max_alloc_per_fd, ullong, 0644);
+MODULE_PARM_DESC(max_alloc_per_fd,
+		 "bytes of buffers one open file may hold (default 512 MiB; root may change it at run time, it applies to later allocations)");
 
 static void peach2_file_release(struct kref *ref)
 {

@@ -38,7 +38,6 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
-#include <linux/iopoll.h>
 #include <linux/jiffies.h>
 #include <linux/math64.h>
 #include <linux/module.h>
@@ -64,11 +63,6 @@ MODULE_PARM_DESC(dma_timeout_ms,
 #define PEACH2_DMA_FD_DESCS	(4 * PEACH2_DMA_MAX_CHAIN)
 /* Chains of one file. */
 #define PEACH2_DMA_MAX_CHAINS	4096u
-/* How long a channel may take to stop after CTRL.ABORT. */
-#define PEACH2_DMA_ABORT_US	100000
-
-#define PEACH2_DMA_ST_ENDED	(PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
-
 static_assert(sizeof(struct peach2_desc_le) == PEACH2_DESC_SIZE);
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE);
 
@@ -153,22 +147,16 @@ static enum peach2_dma_rule peach2_xfer_check(struct peach2_file *ctx,
 	struct peach2_dev *p2 = ctx->p2;
 	bool imm = x->flags & PEACH2_XFER_IMM;
 	struct peach2_buf *src = NULL, *dst = NULL;
-	u64 sspan = x->len, dspan = x->len, span, node, off;
+	u64 sspan, dspan, node, off;
 	enum peach2_dma_rule rule;
 
 	*srcp = NULL;
 	*dstp = NULL;
 	rule = peach2_xfer_rule(x);
+	if (!rule)
+		rule = peach2_xfer_spans(x, &sspan, &dspan);
 	if (rule)
 		return rule;
-	if (x->burst) {
-		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
-			return PEACH2_DMA_RULE_TOO_LONG;
-		if (x->flags & PEACH2_XFER_STRIDE_SRC)
-			sspan = span;
-		if (x->flags & PEACH2_XFER_STRIDE_DST)
-			dspan = span;
-	}
 
 	if (!imm) {
 		src = peach2_buf_lookup(ctx, x->src_handle);
@@ -638,38 +626,18 @@ static void peach2_chan_wd_arm(struct peach2_dma_chan *c)
 static void peach2_chan_start(struct peach2_dma_chan *c,
 			      struct peach2_run *run)
 {
-	void __iomem *regs = c->p2->regs;
 	const struct peach2_prog *prog = run->prog;
-	const struct peach2_desc *d;
-	unsigned int ch = c->idx;
-	u64 head;
 
 	switch (prog->mode) {
 	case PEACH2_PROG_REG:
-		d = &prog->descs[0];
-		writel(lower_32_bits(d->src), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_LO));
-		writel(upper_32_bits(d->src), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_SRC_HI));
-		writel(lower_32_bits(d->dst), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO));
-		writel(upper_32_bits(d->dst), regs + PEACH2_REG_DMA(ch, PEACH2_DMA_DST_HI));
-		writel(d->len, regs + PEACH2_REG_DMA(ch, PEACH2_DMA_LEN));
-		writel(d->burst | (u32)d->gap << 16,
-		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_BLOCK));
-		writel(d->flags, regs + PEACH2_REG_DMA(ch, PEACH2_DMA_FLAGS));
-		writel(PEACH2_DMA_CTRL_START_REG,
-		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL));
+		peach2_dmac_start_reg(c->p2, c->idx, &prog->descs[0]);
 		break;
 	case PEACH2_PROG_CARD:
+		peach2_dmac_start_chain(c->p2, c->idx, prog->slots[0]);
+		break;
 	case PEACH2_PROG_HOST:
-		if (prog->mode == PEACH2_PROG_CARD)
-			head = prog->slots[0];
-		else
-			head = prog->host_dma | PEACH2_DMA_HEAD_HOST;
-		writel(lower_32_bits(head),
-		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_LO));
-		writel(upper_32_bits(head),
-		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_HI));
-		writel(PEACH2_DMA_CTRL_START_CHAIN,
-		       regs + PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL));
+		peach2_dmac_start_chain(c->p2, c->idx,
+					prog->host_dma | PEACH2_DMA_HEAD_HOST);
 		break;
 	}
 	c->cur = run;
@@ -714,21 +682,14 @@ static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
 	unsigned int ch = c->idx;
 	u32 st;
 
-	st = readl(p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+	st = peach2_dmac_status(p2, ch);
 	if (st == U32_MAX || !(st & PEACH2_DMA_ST_ENDED)) {
 		writel(PEACH2_INT_DMA(ch), p2->regs + PEACH2_REG_INT_STATUS);
 		return NULL;
 	}
-	*bytes = peach2_read64(p2, PEACH2_REG_DMA(ch, PEACH2_DMA_BYTES_LO));
-	*status = 0;
-	if (st & PEACH2_DMA_ST_ERROR) {
-		*status = (st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff;
-		if (!*status)
-			*status = PEACH2_ERR_DMA_ABORTED;
-	}
-	writel(PEACH2_DMA_ST_ENDED,
-	       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
-	writel(PEACH2_INT_DMA(ch), p2->regs + PEACH2_REG_INT_STATUS);
+	*bytes = peach2_dmac_bytes(p2, ch);
+	*status = peach2_dmac_code(st);
+	peach2_dmac_ack(p2, ch);
 	if (!c->cur)
 		return NULL;	/* left over from before us */
 	if (*status)
@@ -758,18 +719,10 @@ static irqreturn_t peach2_dma_irq_thread(int irq, void *data)
  */
 static bool peach2_chan_abort(struct peach2_dma_chan *c)
 {
-	void __iomem *st_reg = c->p2->regs +
-			       PEACH2_REG_DMA(c->idx, PEACH2_DMA_STATUS);
-	u32 st;
-
-	writel(PEACH2_DMA_CTRL_ABORT,
-	       c->p2->regs + PEACH2_REG_DMA(c->idx, PEACH2_DMA_CTRL));
-	if (!readl_poll_timeout(st_reg, st,
-				st == U32_MAX || !(st & PEACH2_DMA_ST_BUSY),
-				100, PEACH2_DMA_ABORT_US))
+	if (peach2_dmac_abort(c->p2, c->idx))
 		return true;
-	dev_err(&c->p2->pdev->dev, "DMA channel %u does not stop (status %#x); not using it any more\n",
-		c->idx, st);
+	dev_err(&c->p2->pdev->dev, "DMA channel %u: not using it any more\n",
+		c->idx);
 	c->wedged = true;
 	return false;
 }
@@ -797,8 +750,8 @@ static void peach2_dma_watchdog(struct work_struct *work)
 	if (run)
 		goto out;
 
-	bytes = peach2_read64(p2, PEACH2_REG_DMA(c->idx, PEACH2_DMA_BYTES_LO));
-	descs = readl(p2->regs + PEACH2_REG_DMA(c->idx, PEACH2_DMA_DONE_DESCS));
+	bytes = peach2_dmac_bytes(p2, c->idx);
+	descs = peach2_dmac_descs(p2, c->idx);
 	if (bytes != c->wd_bytes || descs != c->wd_descs) {
 		c->wd_bytes = bytes;
 		c->wd_descs = descs;
@@ -907,7 +860,7 @@ void peach2_dma_init(struct peach2_dev *p2)
 		INIT_DELAYED_WORK(&c->watchdog, peach2_dma_watchdog);
 
 		/* A run a previous driver instance left behind. */
-		st = readl(p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+		st = peach2_dmac_status(p2, ch);
 		if (st & PEACH2_DMA_ST_BUSY) {
 			dev_info(&p2->pdev->dev, "DMA channel %u busy at probe: aborting\n",
 				 ch);
@@ -915,10 +868,8 @@ void peach2_dma_init(struct peach2_dev *p2)
 			peach2_chan_abort(c);
 			mutex_unlock(&c->lock);
 		}
-		writel(PEACH2_DMA_ST_ENDED,
-		       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+		peach2_dmac_ack(p2, ch);
 	}
-	writel(PEACH2_INT_DMA_ALL, p2->regs + PEACH2_REG_INT_STATUS);
 }
 
 /* Vectors 1..4 (allocated by the caller). Unwinds itself on failure. */
@@ -988,8 +939,7 @@ void peach2_dma_shutdown(struct peach2_dev *p2)
 			/* As the card saw it: aborted, or done just now. */
 			run = peach2_chan_reap(c, &status, &bytes);
 			if (!run) {
-				bytes = peach2_read64(p2,
-						      PEACH2_REG_DMA(ch, PEACH2_DMA_BYTES_LO));
+				bytes = peach2_dmac_bytes(p2, ch);
 				status = PEACH2_ERR_DMA_ABORTED;
 				run = peach2_chan_retire(c, status);
 			}
@@ -997,8 +947,7 @@ void peach2_dma_shutdown(struct peach2_dev *p2)
 			run->bytes = bytes;
 			list_add_tail(&run->node, &ended);
 		}
-		writel(PEACH2_DMA_ST_ENDED,
-		       p2->regs + PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS));
+		peach2_dmac_ack(p2, ch);
 		list_for_each_entry(run, &c->queue, node)
 			run->status = PEACH2_ERR_DMA_ABORTED;
 		c->completed += c->nr_queued;
@@ -1011,7 +960,6 @@ void peach2_dma_shutdown(struct peach2_dev *p2)
 		}
 		mutex_unlock(&c->lock);
 	}
-	writel(PEACH2_INT_DMA_ALL, p2->regs + PEACH2_REG_INT_STATUS);
 
 	/* A channel ignored ABORT: stop all bus mastering before freeing. */
 	if (!quiet)
@@ -1243,72 +1191,91 @@ static bool peach2_run_claim(struct peach2_file *ctx, struct peach2_run *run,
 	return claimed;
 }
 
-long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
+/* The fields of a DMA_START request, before anything is looked up. */
+static int peach2_dma_start_valid(const struct peach2_dma_start *req)
 {
-	struct peach2_dev *p2 = ctx->p2;
-	struct peach2_chain *chain = NULL;
-	struct peach2_prog *prog = NULL;
-	struct peach2_xfer_refusal why = { 0 };
-	struct peach2_dma_start req;
-	struct peach2_run *run;
-	bool wait;
-	u64 bytes;
-	int ch, ret;
-
-	if (copy_from_user(&req, argp, sizeof(req)))
-		return -EFAULT;
-	if (req.reserved || req.refusal.bad_xfer || req.refusal.bad_rule ||
-	    req.flags & ~PEACH2_DMA_FLAGS_ALL ||
-	    (req.flags & PEACH2_DMA_HOST_DESC &&
-	     req.flags & PEACH2_DMA_REG_MODE) ||
-	    (req.channel >= PEACH2_DMA_CHANNELS &&
-	     req.channel != PEACH2_DMA_ANY_CHANNEL))
+	if (req->reserved || req->refusal.bad_xfer || req->refusal.bad_rule ||
+	    req->flags & ~PEACH2_DMA_FLAGS_ALL ||
+	    (req->flags & PEACH2_DMA_HOST_DESC &&
+	     req->flags & PEACH2_DMA_REG_MODE) ||
+	    (req->channel >= PEACH2_DMA_CHANNELS &&
+	     req->channel != PEACH2_DMA_ANY_CHANNEL))
 		return -EINVAL;
-	wait = req.flags & PEACH2_DMA_WAIT;
-	if (!wait && req.timeout_ms)
+	if (!(req->flags & PEACH2_DMA_WAIT) && req->timeout_ms)
 		return -EINVAL;
 	/* A chain's descriptor mode was chosen at CHAIN_CREATE. */
-	if (req.chain && (req.count || req.xfers ||
-			  req.flags & ~PEACH2_DMA_WAIT))
+	if (req->chain && (req->count || req->xfers ||
+			   req->flags & ~PEACH2_DMA_WAIT))
 		return -EINVAL;
+	return 0;
+}
+
+/* Mark chain @id busy for a run of it: it runs at most once at a time. */
+static struct peach2_chain *peach2_chain_take(struct peach2_file *ctx, u32 id)
+{
+	struct peach2_chain *chain;
+
+	xa_lock(&ctx->chains);
+	chain = xa_load(&ctx->chains, id);
+	if (!chain)
+		chain = ERR_PTR(-ENOENT);
+	else if (chain->busy)
+		chain = ERR_PTR(-EBUSY);
+	else
+		chain->busy = true;
+	xa_unlock(&ctx->chains);
+	return chain;
+}
+
+/*
+ * A run of @req: of its chain, or of a prog built from its transfers (a
+ * refused transfer is named in @why). The run holds a reference on @ctx;
+ * its own reference goes to the caller (later: to the channel).
+ */
+static struct peach2_run *peach2_run_new(struct peach2_file *ctx,
+					 const struct peach2_dma_start *req,
+					 struct peach2_xfer_refusal *why)
+{
+	struct peach2_chain *chain;
+	struct peach2_prog *prog;
+	struct peach2_run *run;
 
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	if (!run)
-		return -ENOMEM;
-	kref_init(&run->ref);		/* the channel's (or ours on failure) */
+		return ERR_PTR(-ENOMEM);
+	kref_init(&run->ref);
 	INIT_LIST_HEAD(&run->node);
 	INIT_LIST_HEAD(&run->done_node);
-
-	if (req.chain) {
-		xa_lock(&ctx->chains);
-		chain = xa_load(&ctx->chains, req.chain);
-		if (!chain)
-			ret = -ENOENT;
-		else if (chain->busy)
-			ret = -EBUSY;
-		else
-			ret = 0;
-		if (!ret)
-			chain->busy = true;
-		xa_unlock(&ctx->chains);
-		if (ret) {
+	if (req->chain) {
+		chain = peach2_chain_take(ctx, req->chain);
+		if (IS_ERR(chain)) {
 			kfree(run);
-			return ret;
+			return ERR_CAST(chain);
 		}
 		run->chain = chain;
 		run->prog = chain->prog;
 	} else {
-		prog = peach2_prog_create(ctx, req.xfers, req.count,
-					  req.flags, &why);
+		prog = peach2_prog_create(ctx, req->xfers, req->count,
+					  req->flags, why);
 		if (IS_ERR(prog)) {
 			kfree(run);
-			return peach2_report_refusal(argp + offsetof(typeof(req), refusal),
-						     &why, PTR_ERR(prog));
+			return ERR_CAST(prog);
 		}
 		run->prog = prog;
 	}
 	kref_get(&ctx->ref);
 	run->ctx = ctx;
+	return run;
+}
+
+/*
+ * Give @run a ticket and a place (with a reference) in its file's table; at
+ * most PEACH2_DMA_MAX_RUNNING runs of a file are in flight. Undoes itself
+ * on failure.
+ */
+static int peach2_run_enter(struct peach2_file *ctx, struct peach2_run *run)
+{
+	int ret = 0;
 
 	xa_lock(&ctx->tickets);
 	if (ctx->nr_running >= PEACH2_DMA_MAX_RUNNING) {
@@ -1316,63 +1283,112 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 	} else {
 		ctx->nr_running++;
 		run->ticket = ++ctx->last_ticket;
-		ret = 0;
 	}
 	xa_unlock(&ctx->tickets);
 	if (ret)
-		goto err_run;
+		return ret;
 	kref_get(&run->ref);		/* the table's */
 	ret = xa_insert(&ctx->tickets, run->ticket, run, GFP_KERNEL);
 	if (ret) {
 		kref_put(&run->ref, peach2_run_release); /* cannot be last */
-		goto err_running;
+		xa_lock(&ctx->tickets);
+		ctx->nr_running--;
+		xa_unlock(&ctx->tickets);
 	}
+	return ret;
+}
 
+/* Undo peach2_run_enter() for a run that was never queued. */
+static void peach2_run_leave(struct peach2_file *ctx, struct peach2_run *run)
+{
+	xa_erase(&ctx->tickets, run->ticket);
+	peach2_run_put(run);		/* the table's; cannot be last */
+	xa_lock(&ctx->tickets);
+	ctx->nr_running--;
+	xa_unlock(&ctx->tickets);
+}
+
+/* Queue @run on channel *@ch (or any: *@ch says which one took it). */
+static int peach2_run_queue(struct peach2_dev *p2, struct peach2_run *run,
+			    u32 *ch)
+{
+	int ret;
+
+	down_read(&p2->lock);
+	ret = p2->dead ? -ENODEV : peach2_chan_pick(p2, *ch);
+	if (ret >= 0) {
+		*ch = ret;
+		ret = peach2_chan_submit(p2, *ch, run);
+	}
+	up_read(&p2->lock);
+	return ret;
+}
+
+/* PEACH2_DMA_WAIT: wait for @run and put its status into @req. */
+static int peach2_dma_start_wait(struct peach2_file *ctx,
+				 struct peach2_run *run,
+				 struct peach2_dma_start *req)
+{
+	u64 bytes;
+	int ret;
+
+	ret = peach2_run_wait(ctx, run, req->timeout_ms, !req->timeout_ms);
+	if (ret) {
+		/*
+		 * The DMA goes on; the ticket (already copied) is valid. No
+		 * restart: it would start the DMA again.
+		 */
+		return ret == -ERESTARTSYS ? -EINTR : ret;
+	}
+	peach2_run_claim(ctx, run, &req->status, &bytes);
+	return 0;
+}
+
+long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_xfer_refusal why = { 0 };
+	struct peach2_dma_start req;
+	struct peach2_run *run;
+	bool wait;
+	int ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	ret = peach2_dma_start_valid(&req);
+	if (ret)
+		return ret;
+	wait = req.flags & PEACH2_DMA_WAIT;
+
+	run = peach2_run_new(ctx, &req, &why);
+	if (IS_ERR(run))
+		return peach2_report_refusal(argp + offsetof(typeof(req), refusal),
+					     &why, PTR_ERR(run));
+	ret = peach2_run_enter(ctx, run);
+	if (ret)
+		goto err_run;
 	req.ticket = run->ticket;
 	req.status = 0;
 	if (wait)
 		kref_get(&run->ref);	/* ours, while we wait */
-
-	down_read(&p2->lock);
-	ch = p2->dead ? -ENODEV : peach2_chan_pick(p2, req.channel);
-	ret = ch < 0 ? ch : peach2_chan_submit(p2, ch, run);
-	up_read(&p2->lock);
+	ret = peach2_run_queue(ctx->p2, run, &req.channel);
 	if (ret) {
-		xa_erase(&ctx->tickets, run->ticket);
-		peach2_run_put(run);	/* the table's; cannot be last */
 		if (wait)
 			peach2_run_put(run);
-		goto err_running;
+		peach2_run_leave(ctx, run);
+		goto err_run;
 	}
 	/* From here on the run completes on its own. */
-	req.channel = ch;		/* tell which one "any" picked */
 
-	if (copy_to_user(argp, &req, sizeof(req))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (!wait)
-		return 0;
-
-	ret = peach2_run_wait(ctx, run, req.timeout_ms, !req.timeout_ms);
-	if (ret) {
-		/* The DMA goes on; the ticket (already copied) is valid. */
-		if (ret == -ERESTARTSYS)
-			ret = -EINTR;	/* a restart would start it again */
-		goto out;
-	}
-	peach2_run_claim(ctx, run, &req.status, &bytes);
 	if (copy_to_user(argp, &req, sizeof(req)))
 		ret = -EFAULT;
-out:
+	else if (wait)
+		ret = peach2_dma_start_wait(ctx, run, &req);
+	if (wait && !ret && copy_to_user(argp, &req, sizeof(req)))
+		ret = -EFAULT;
 	if (wait)
 		peach2_run_put(run);
 	return ret;
 
-err_running:
-	xa_lock(&ctx->tickets);
-	ctx->nr_running--;
-	xa_unlock(&ctx->tickets);
 err_run:
 	peach2_run_release_res(run);
 	peach2_run_put(run);

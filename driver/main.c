@@ -22,11 +22,6 @@ module_param_named(max_alloc, peach2_max_alloc, ullong, 0444);
 MODULE_PARM_DESC(max_alloc,
 		 "largest single PEACH2_IOC_ALLOC in bytes (default 256 MiB)");
 
-unsigned long long peach2_max_alloc_per_fd = SZ_512M;
-module_param_named(max_alloc_per_fd, peach2_max_alloc_per_fd, ullong, 0644);
-MODULE_PARM_DESC(max_alloc_per_fd,
-		 "bytes of buffers one open file may hold (default 512 MiB; root may change it at run time, it applies to later allocations)");
-
 static dev_t peach2_devt;
 static struct class *peach2_class;
 static DEFINE_IDA(peach2_ida);
@@ -72,69 +67,6 @@ static void peach2_inode_free(struct inode *inode)
 {
 	iput(inode);
 	simple_release_fs(&peach2_fs_mnt, &peach2_fs_cnt);
-}
-
-/* A 64-bit counter as a LO/HI pair of 32-bit registers, without tearing. */
-u64 peach2_read64(struct peach2_dev *p2, u32 reg)
-{
-	u32 lo, hi, hi_before;
-
-	hi = readl(p2->regs + reg + 4);
-	do {
-		hi_before = hi;
-		lo = readl(p2->regs + reg);
-		hi = readl(p2->regs + reg + 4);
-	} while (hi != hi_before);
-
-	return (u64)hi << 32 | lo;
-}
-
-/*
- * Tell the card's inbound filter about a range of our memory (PEACH2_IN_CMD_*).
- * The card applies remote and loopback writes only inside registered
- * ranges, so nothing but our buffers can be written through the window.
- * Caller holds p2->lock for reading and has checked !p2->dead.
- */
-int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
-{
-	u32 result;
-
-	mutex_lock(&p2->in_lock);
-	writel(lower_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_LO);
-	writel(upper_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_HI);
-	writel(lower_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_LO);
-	writel(upper_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_HI);
-	writel(cmd, p2->regs + PEACH2_REG_IN_CMD);
-	result = readl(p2->regs + PEACH2_REG_IN_RESULT);
-	mutex_unlock(&p2->in_lock);
-
-	if (result) {
-		dev_err(&p2->pdev->dev, "inbound filter refused command %u for %#llx+%#llx: %s\n",
-			cmd, base, size, peach2_err_name(result));
-		return -EIO;
-	}
-	return 0;
-}
-
-char peach2_port_name(u32 port)
-{
-	return port < PEACH2_NR_PORTS ? "NEWS"[port] : '?';
-}
-
-/* "up peer=<node> port=<E|W|S>", "connected" or "down", no newline. */
-int peach2_format_link(u32 link, char *buf, size_t size)
-{
-	u32 port, node;
-
-	if (link & PEACH2_LINK_UP) {
-		port = (link >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf;
-		node = link >> PEACH2_LINK_PEER_NODE_SHIFT;
-		return scnprintf(buf, size, "up peer=%u port=%c", node,
-				 peach2_port_name(port));
-	}
-	if (link & PEACH2_LINK_CONNECTED)
-		return scnprintf(buf, size, "connected");
-	return scnprintf(buf, size, "down");
 }
 
 static void peach2_irq_error(struct peach2_dev *p2)
@@ -374,26 +306,17 @@ static void peach2_teardown_irq(struct peach2_dev *p2)
 	pci_free_irq_vectors(p2->pdev);
 }
 
-static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+/* A new card's software state; from here on put_device(&p2->dev) frees it. */
+static struct peach2_dev *peach2_dev_new(struct pci_dev *pdev)
 {
-	struct device *dev = &pdev->dev;
 	struct peach2_dev *p2;
-	int ret;
-
-	ret = pcim_enable_device(pdev);
-	if (ret) {
-		dev_err(dev, "cannot enable device: %d\n", ret);
-		return ret;
-	}
 
 	p2 = kzalloc(sizeof(*p2), GFP_KERNEL);
 	if (!p2)
-		return -ENOMEM;
-
-	/* From here on, put_device(&p2->dev) frees p2. */
+		return NULL;
 	device_initialize(&p2->dev);
 	p2->dev.class = peach2_class;
-	p2->dev.parent = dev;
+	p2->dev.parent = &pdev->dev;
 	p2->dev.groups = peach2_groups;
 	p2->dev.release = peach2_dev_release;
 	p2->pdev = pci_dev_get(pdev);
@@ -406,47 +329,87 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	peach2_pin_init(p2);
 	cdev_init(&p2->cdev, &peach2_fops);
 	p2->cdev.owner = THIS_MODULE;
+	return p2;
+}
+
+/*
+ * The card itself: BARs, identity, DMA channels, an empty inbound filter,
+ * bus mastering within the host memory the window reaches.
+ */
+static int peach2_hw_init(struct peach2_dev *p2)
+{
+	struct device *dev = &p2->pdev->dev;
+	int ret;
 
 	ret = peach2_map_bars(p2);
 	if (ret)
-		goto err_put;
+		return ret;
 	ret = peach2_check_hw(p2);
 	if (ret)
-		goto err_put;
+		return ret;
 	if (!(p2->caps & PEACH2_CAP_DMA)) {
 		dev_err(dev, "card has no DMA controller (caps %#x)\n", p2->caps);
-		ret = -ENODEV;
-		goto err_put;
+		return -ENODEV;
 	}
 	peach2_dma_init(p2);
 
 	/* Ranges a previous driver instance registered are stale now. */
 	writel(PEACH2_IN_CMD_CLEAR, p2->regs + PEACH2_REG_IN_CMD);
 	writel(PEACH2_IN_ENABLE, p2->regs + PEACH2_REG_IN_CTRL);
-	pci_set_master(pdev);
+	pci_set_master(p2->pdev);
 	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(ilog2(p2->host_size)));
-	if (ret) {
+	if (ret)
 		dev_err(dev, "cannot restrict DMA to the low %llu MiB: %d\n",
 			p2->host_size >> 20, ret);
-		goto err_put;
-	}
+	return ret;
+}
+
+/* The mapping inode and the device number and name (not yet visible). */
+static int peach2_name(struct peach2_dev *p2)
+{
+	int ret;
 
 	p2->inode = peach2_inode_new();
 	if (IS_ERR(p2->inode)) {
 		ret = PTR_ERR(p2->inode);
 		p2->inode = NULL;
-		dev_err(dev, "cannot allocate the mapping inode: %d\n", ret);
-		goto err_put;
+		dev_err(&p2->pdev->dev, "cannot allocate the mapping inode: %d\n",
+			ret);
+		return ret;
 	}
-
 	ret = ida_alloc_max(&peach2_ida, PEACH2_MAX_DEVICES - 1, GFP_KERNEL);
 	if (ret < 0)
-		goto err_put;
+		return ret;
 	p2->minor = ret;
 	p2->dev.devt = MKDEV(MAJOR(peach2_devt), p2->minor);
 	ret = dev_set_name(&p2->dev, PEACH2_DEV_PREFIX "%d", p2->minor);
+	if (ret) {
+		ida_free(&peach2_ida, p2->minor);
+		p2->minor = -1;
+	}
+	return ret;
+}
+
+static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct peach2_dev *p2;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret) {
+		dev_err(dev, "cannot enable device: %d\n", ret);
+		return ret;
+	}
+	p2 = peach2_dev_new(pdev);
+	if (!p2)
+		return -ENOMEM;
+	ret = peach2_hw_init(p2);
 	if (ret)
-		goto err_ida;
+		goto err_put;
+	ret = peach2_name(p2);
+	if (ret)
+		goto err_put;
 
 	ret = peach2_setup_irq(p2);
 	if (ret)

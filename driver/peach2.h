@@ -341,17 +341,41 @@ struct peach2_buf {
 	unsigned long q_until;		/* jiffies */
 };
 
-/* main.c */
-extern unsigned long long peach2_max_alloc_per_fd;
+/* hw.c: register helpers; main.c exports nothing */
 u64 peach2_read64(struct peach2_dev *p2, u32 reg);
 int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size);
 char peach2_port_name(u32 port);
 int peach2_format_link(u32 link, char *buf, size_t size);
 
+/* dmac.c: a DMA channel's registers (channels 0..3 and the proxy's 4) */
+void peach2_dmac_start_chain(struct peach2_dev *p2, unsigned int ch, u64 head);
+void peach2_dmac_start_reg(struct peach2_dev *p2, unsigned int ch,
+			   const struct peach2_desc *d);
+u32 peach2_dmac_status(struct peach2_dev *p2, unsigned int ch);
+bool peach2_dmac_abort(struct peach2_dev *p2, unsigned int ch);
+void peach2_dmac_ack(struct peach2_dev *p2, unsigned int ch);
+u64 peach2_dmac_bytes(struct peach2_dev *p2, unsigned int ch);
+u32 peach2_dmac_descs(struct peach2_dev *p2, unsigned int ch);
+
+/*
+ * The outcome in a channel's STATUS @st once it has ended: 0 (DONE), or the
+ * card's peach2_err (ERROR without a code counts as DMA_ABORTED).
+ */
+static inline u32 peach2_dmac_code(u32 st)
+{
+	u32 code;
+
+	if (!(st & PEACH2_DMA_ST_ERROR))
+		return 0;
+	code = (st & PEACH2_DMA_ST_CODE) >> PEACH2_DMA_ST_CODE_SHIFT;
+	return code ? code : PEACH2_ERR_DMA_ABORTED;
+}
+
 /* chardev.c */
 extern const struct file_operations peach2_fops;
 
 /* buf.c */
+extern unsigned long long peach2_max_alloc_per_fd;
 struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size);
 struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
 void peach2_buf_put(struct peach2_buf *buf);

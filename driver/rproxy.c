@@ -53,7 +53,6 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
-#include <linux/iopoll.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
@@ -69,8 +68,6 @@
 
 /* Ring entries the serving thread takes per interrupt. */
 #define PEACH2_RP_BUDGET	32u
-/* How long the proxy channel may take to stop after CTRL.ABORT. */
-#define PEACH2_RP_ABORT_US	100000
 /* Data pieces of one READ reply: chunks are at least a page. */
 #define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
@@ -80,8 +77,6 @@
 #define PEACH2_RP_FAIL_WINDOW	HZ
 
 #define PEACH2_RP_CH		PEACH2_DMA_PROXY_CHANNEL
-#define PEACH2_RP_DMA_REG(r)	PEACH2_REG_DMA(PEACH2_RP_CH, r)
-#define PEACH2_RP_ST_ENDED	(PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
 #define PEACH2_RP_INTS		(PEACH2_INT_RP | PEACH2_INT_DMA(PEACH2_RP_CH))
 
 static unsigned int peach2_rp_ring_entries = 256;
@@ -415,45 +410,86 @@ static int peach2_rp_local(struct peach2_file *ctx, u32 handle, u64 off,
 	return ret;
 }
 
-long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
+/* The fields of an RP_SUBMIT request, before anything is looked up. */
+static int peach2_rp_submit_valid(const struct peach2_rp_submit *req)
 {
-	struct peach2_dev *p2 = ctx->p2;
-	struct peach2_rp *rp = &p2->rp;
-	struct peach2_rp_submit req;
-	u64 reply = 0, cpl, seq = 0, w[8];
-	u32 result = 0;
-	int i, ret;
-
-	if (copy_from_user(&req, argp, sizeof(req)))
-		return -EFAULT;
-	if (!rp->present)
-		return -EOPNOTSUPP;
-	if (req.flags || req.reserved[0] || req.reserved[1])
+	if (req->flags || req->reserved[0] || req->reserved[1])
 		return -EINVAL;
-
-	switch (req.op) {
+	switch (req->op) {
 	case PEACH2_RP_OP_READ:
-		if (req.len < 4 || req.len > PEACH2_RP_MAX_LEN ||
-		    req.len % 4 || req.operand[0] || req.operand[1])
+		if (req->len < 4 || req->len > PEACH2_RP_MAX_LEN ||
+		    req->len % 4 || req->operand[0] || req->operand[1])
 			return -EINVAL;
 		break;
 	case PEACH2_RP_OP_LOOKUP: /* names.c answers it on the target */
-		if (req.len < PEACH2_LOOKUP_MIN || req.len > PEACH2_LOOKUP_MAX ||
-		    req.len % 16 || req.operand[0] || req.operand[1])
+		if (req->len < PEACH2_LOOKUP_MIN || req->len > PEACH2_LOOKUP_MAX ||
+		    req->len % 16 || req->operand[0] || req->operand[1])
 			return -EINVAL;
 		break;
 	case PEACH2_RP_OP_CAS:
 	case PEACH2_RP_OP_FAA:
-		if (req.len != 8 || req.reply_handle || req.reply_offset)
+		if (req->len != 8 || req->reply_handle || req->reply_offset)
 			return -EINVAL;
-		if (req.op == PEACH2_RP_OP_FAA && req.operand[1])
+		if (req->op == PEACH2_RP_OP_FAA && req->operand[1])
 			return -EINVAL;
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (req.cpl_offset % sizeof(struct peach2_rp_cpl))
+	if (req->cpl_offset % sizeof(struct peach2_rp_cpl))
 		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Hand request @w (struct peach2_rp_req, seq still 0) to the card's request
+ * engine for @node, with the next seq of this node (strictly increasing,
+ * at least the wall clock in ns). Returns 0 with *seqp, or -errno.
+ */
+static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8], u64 *seqp)
+{
+	struct peach2_rp *rp = &p2->rp;
+	u32 result;
+	int i;
+
+	down_read(&p2->lock);
+	if (p2->dead) {
+		up_read(&p2->lock);
+		return -ENODEV;
+	}
+	spin_lock(&rp->tx_lock);
+	*seqp = max(rp->last_seq + 1, ktime_get_real_ns());
+	rp->last_seq = *seqp;
+	w[3] = *seqp;
+	for (i = 0; i < 8; i++)
+		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
+	writel(node, p2->regs + PEACH2_REG_RP_TX_SEND);
+	result = readl(p2->regs + PEACH2_REG_RP_TX_RESULT);
+	spin_unlock(&rp->tx_lock);
+	up_read(&p2->lock);
+
+	if (!result)
+		return 0;
+	dev_dbg(&p2->pdev->dev, "read-proxy request to node %u not sent: %s\n",
+		node, peach2_err_name(result));
+	/* A full link send queue is transient: the caller retries. */
+	return result == PEACH2_ERR_TX_OVERFLOW ? -EAGAIN : -EHOSTUNREACH;
+}
+
+long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_rp_submit req;
+	u64 reply = 0, cpl, w[8];
+	int ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (!p2->rp.present)
+		return -EOPNOTSUPP;
+	ret = peach2_rp_submit_valid(&req);
+	if (ret)
+		return ret;
 	if (req.node >= p2->node_count)
 		return -ENXIO;
 
@@ -475,37 +511,16 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 	w[0] = req.op | (u64)PEACH2_RP_VERSION << 8 | (u64)req.export_id << 32;
 	w[1] = req.key | (u64)req.len << 32;
 	w[2] = req.addr;
-	w[3] = 0;			/* seq, below */
+	w[3] = 0;			/* seq: peach2_rp_send() */
 	w[4] = reply;
 	w[5] = cpl;
 	w[6] = req.operand[0];
 	w[7] = req.operand[1];
+	ret = peach2_rp_send(p2, req.node, w, &req.tag);
+	if (ret)
+		return ret;
+	atomic64_inc(&p2->rp.stats.submitted);
 
-	down_read(&p2->lock);
-	if (p2->dead) {
-		up_read(&p2->lock);
-		return -ENODEV;
-	}
-	spin_lock(&rp->tx_lock);
-	seq = max(rp->last_seq + 1, ktime_get_real_ns());
-	rp->last_seq = seq;
-	w[3] = seq;
-	for (i = 0; i < ARRAY_SIZE(w); i++)
-		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
-	writel(req.node, p2->regs + PEACH2_REG_RP_TX_SEND);
-	result = readl(p2->regs + PEACH2_REG_RP_TX_RESULT);
-	spin_unlock(&rp->tx_lock);
-	up_read(&p2->lock);
-
-	if (result) {
-		dev_dbg(&p2->pdev->dev, "read-proxy request to node %u not sent: %s\n",
-			req.node, peach2_err_name(result));
-		/* A full link send queue is transient: the caller retries. */
-		return result == PEACH2_ERR_TX_OVERFLOW ? -EAGAIN : -EHOSTUNREACH;
-	}
-	atomic64_inc(&rp->stats.submitted);
-
-	req.tag = seq;
 	if (copy_to_user(argp, &req, sizeof(req)))
 		return -EFAULT;		/* the request is on its way */
 	return 0;
@@ -735,90 +750,85 @@ static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
  */
 static bool peach2_rp_abort(struct peach2_dev *p2)
 {
-	u32 st;
-
-	writel(PEACH2_DMA_CTRL_ABORT, p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_CTRL));
-	if (!readl_poll_timeout(p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS),
-				st, st == U32_MAX || !(st & PEACH2_DMA_ST_BUSY),
-				100, PEACH2_RP_ABORT_US))
+	if (peach2_dmac_abort(p2, PEACH2_RP_CH))
 		return true;
-	dev_err(&p2->pdev->dev, "read-proxy DMA channel does not stop (status %#x); read proxy off\n",
-		st);
+	dev_err(&p2->pdev->dev, "read proxy off: its DMA channel does not stop\n");
 	return false;
 }
 
-/* Clear the proxy channel's STATUS, then its interrupt bit. */
-static void peach2_rp_ack(struct peach2_dev *p2)
-{
-	writel(PEACH2_RP_ST_ENDED, p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
-	writel(PEACH2_INT_DMA(PEACH2_RP_CH), p2->regs + PEACH2_REG_INT_STATUS);
-}
-
 /*
- * Run the reply chain (@len data bytes) and wait for its end. The run is
- * aborted when it makes no progress (bytes, descriptors) for
- * rp_timeout_ms, when it is not done rp_timeout_ms + len / (16 MB/s) after
- * its start, or, if @stoppable, as soon as remove() sets rp->stopping.
- * Returns 0 or the peach2_err code it ended with.
+ * Wait for the reply chain to end. Returns NULL once it has (*st: the
+ * channel's STATUS; U32_MAX if the card is gone), or why it must be aborted
+ * now: no progress (bytes, descriptors) for @ms, past @deadline, or, if
+ * @stoppable, remove() has begun. *bytes: the progress seen last.
  */
-static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
+static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
+				  unsigned long deadline, bool stoppable,
+				  u32 *st, u64 *bytes)
 {
 	struct peach2_rp *rp = &p2->rp;
-	void __iomem *regs = p2->regs;
-	u64 head = rp->descs_dma | PEACH2_DMA_HEAD_HOST;
-	u64 bytes, last_bytes = 0;
-	u32 st, descs, last_descs = 0, code;
-	unsigned long now, progress, deadline, stall, until;
-	const char *why = NULL;
-	unsigned int ms;
-
-	ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
-	reinit_completion(&rp->dma_done);
-	/*
-	 * Pairs with the barrier in peach2_rp_remove(): either we see
-	 * rp->stopping below, or its complete() comes after our reinit.
-	 */
-	smp_mb();
-	writel(lower_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_LO));
-	writel(upper_32_bits(head), regs + PEACH2_RP_DMA_REG(PEACH2_DMA_HEAD_HI));
-	writel(PEACH2_DMA_CTRL_START_CHAIN, regs + PEACH2_RP_DMA_REG(PEACH2_DMA_CTRL));
-	progress = jiffies;
-	deadline = progress + msecs_to_jiffies(ms + DIV_ROUND_UP(len,
-						PEACH2_RP_MIN_BYTES_PER_MS));
+	unsigned long now, progress = jiffies, stall, until;
+	u64 last_bytes = 0;
+	u32 descs, last_descs = 0;
 
 	for (;;) {
-		st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
-		if (st == U32_MAX)
-			return PEACH2_ERR_DMA_ABORTED;
-		if (st & PEACH2_RP_ST_ENDED)
-			break;
-		bytes = peach2_read64(p2, PEACH2_RP_DMA_REG(PEACH2_DMA_BYTES_LO));
-		if (stoppable && READ_ONCE(rp->stopping)) {
-			why = "driver unbinding";
-			break;
-		}
+		*st = peach2_dmac_status(p2, PEACH2_RP_CH);
+		if (*st == U32_MAX || *st & PEACH2_DMA_ST_ENDED)
+			return NULL;
+		*bytes = peach2_dmac_bytes(p2, PEACH2_RP_CH);
+		if (stoppable && READ_ONCE(rp->stopping))
+			return "driver unbinding";
 		now = jiffies;
-		descs = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_DONE_DESCS));
-		if (bytes != last_bytes || descs != last_descs) {
-			last_bytes = bytes;
+		descs = peach2_dmac_descs(p2, PEACH2_RP_CH);
+		if (*bytes != last_bytes || descs != last_descs) {
+			last_bytes = *bytes;
 			last_descs = descs;
 			progress = now;
 		}
 		stall = progress + msecs_to_jiffies(ms);
-		if (time_after_eq(now, deadline)) {
-			why = "past its deadline";
-			break;
-		}
-		if (time_after_eq(now, stall)) {
-			why = "no progress";
-			break;
-		}
+		if (time_after_eq(now, deadline))
+			return "past its deadline";
+		if (time_after_eq(now, stall))
+			return "no progress";
 		until = time_before(stall, deadline) ? stall : deadline;
 		/* Woken by the channel's interrupt (or remove()), or timed out. */
 		wait_for_completion_timeout(&rp->dma_done, until - now);
 	}
+}
 
-	if (why) {
+/*
+ * Run the reply chain (@len data bytes) and wait for its end. The run is
+ * aborted when it makes no progress for rp_timeout_ms, when it is not done
+ * rp_timeout_ms + len / (16 MB/s) after its start, or, if @stoppable, as
+ * soon as remove() sets rp->stopping. Returns 0 or the peach2_err code it
+ * ended with.
+ */
+static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
+{
+	struct peach2_rp *rp = &p2->rp;
+	unsigned int ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
+	unsigned long deadline;
+	const char *why;
+	u64 bytes = 0;
+	u32 st, code;
+
+	reinit_completion(&rp->dma_done);
+	/*
+	 * Pairs with the barrier in peach2_rp_remove(): either we see
+	 * rp->stopping in peach2_rp_wait(), or its complete() comes after our
+	 * reinit.
+	 */
+	smp_mb();
+	peach2_dmac_start_chain(p2, PEACH2_RP_CH,
+				rp->descs_dma | PEACH2_DMA_HEAD_HOST);
+	deadline = jiffies + msecs_to_jiffies(ms + DIV_ROUND_UP(len,
+						PEACH2_RP_MIN_BYTES_PER_MS));
+	why = peach2_rp_wait(p2, ms, deadline, stoppable, &st, &bytes);
+	if (!why && st == U32_MAX)
+		return PEACH2_ERR_DMA_ABORTED;
+	if (!why) {
+		code = peach2_dmac_code(st);
+	} else {
 		if (stoppable && READ_ONCE(rp->stopping))
 			dev_dbg(&p2->pdev->dev, "read-proxy reply: %s after %llu bytes; aborting it\n",
 				why, bytes);
@@ -829,19 +839,11 @@ static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
 			rp->wedged = true;
 			return PEACH2_ERR_DMA_ABORTED;
 		}
-		st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
-		if (!(st & PEACH2_DMA_ST_ERROR))
-			st |= PEACH2_DMA_ST_ERROR |
-			      PEACH2_ERR_DMA_ABORTED << PEACH2_DMA_ST_CODE_SHIFT;
+		st = peach2_dmac_status(p2, PEACH2_RP_CH);
+		code = st & PEACH2_DMA_ST_ERROR ? peach2_dmac_code(st) :
+						  PEACH2_ERR_DMA_ABORTED;
 	}
-
-	code = 0;
-	if (st & PEACH2_DMA_ST_ERROR) {
-		code = (st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff;
-		if (!code)
-			code = PEACH2_ERR_DMA_ABORTED;
-	}
-	peach2_rp_ack(p2);
+	peach2_dmac_ack(p2, PEACH2_RP_CH);
 	return code;
 }
 
@@ -919,78 +921,105 @@ static void peach2_rp_failed(struct peach2_dev *p2, u32 node)
 			     jiffies_to_msecs(PEACH2_RP_FAIL_WINDOW));
 }
 
+/*
+ * Decide request @r: 0 with a buffer reference in *bufp and the operation
+ * done (CAS/FAA: the old value in *value), or the status to answer with.
+ * Counts refusals and wrong keys.
+ */
+static u32 peach2_rp_decide(struct peach2_dev *p2, const struct peach2_rp_req *r,
+			    struct peach2_buf **bufp, u64 *offp, u64 *value)
+{
+	struct peach2_rp *rp = &p2->rp;
+	bool found = false, keyed = false;
+	u32 status;
+
+	if (peach2_rp_throttled(rp, r->src_node)) {
+		/* Nothing looked up: a key guesser learns nothing. */
+		atomic64_inc(&rp->stats.refused_throttled);
+		return PEACH2_ERR_RP_NOT_EXPORTED;
+	}
+	status = peach2_rp_check(p2, r, bufp, offp, &found, &keyed);
+	if (status) {
+		dev_dbg(&p2->pdev->dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
+			r->op, r->src_node, r->export_id, r->addr, r->len,
+			peach2_err_name(status));
+		peach2_rp_count(rp, status);
+		if (status == PEACH2_ERR_RP_NOT_EXPORTED && found && !keyed)
+			peach2_rp_failed(p2, r->src_node);
+		return status;
+	}
+	/* Accepted: only now does its seq count. */
+	rp->src[r->src_node].last_seq = r->seq;
+	if (r->op == PEACH2_RP_OP_CAS || r->op == PEACH2_RP_OP_FAA)
+		*value = peach2_rp_atomic(r, *bufp, *offp);
+	return 0;
+}
+
+/* A reply went out: count what was served. */
+static void peach2_rp_served(struct peach2_dev *p2, const struct peach2_rp_req *r)
+{
+	struct peach2_rp *rp = &p2->rp;
+
+	switch (r->op) {
+	case PEACH2_RP_OP_READ:
+		atomic64_inc(&rp->stats.served_read);
+		atomic64_add(r->len, &rp->stats.read_bytes);
+		break;
+	case PEACH2_RP_OP_LOOKUP:
+		atomic64_inc(&p2->names.lookups);
+		break;
+	case PEACH2_RP_OP_CAS:
+		atomic64_inc(&rp->stats.served_cas);
+		break;
+	default:
+		atomic64_inc(&rp->stats.served_faa);
+		break;
+	}
+}
+
+/*
+ * The reply to @r failed with @code: tell the requester, so that it does not
+ * wait for nothing: once, the record alone, with the DMA error as its
+ * status. A CAS/FAA has been applied all the same (@value: the old value);
+ * atomics are not idempotent.
+ */
+static void peach2_rp_reply_failed(struct peach2_dev *p2,
+				   const struct peach2_rp_req *r, u32 code,
+				   u64 value)
+{
+	struct peach2_rp *rp = &p2->rp;
+
+	dev_dbg(&p2->pdev->dev, "read-proxy reply to node %u failed: %s\n",
+		r->src_node, peach2_err_name(code));
+	atomic64_inc(&rp->stats.reply_errors);
+	if (rp->wedged)
+		return;
+	peach2_rp_build(p2, r, NULL, 0, code, value);
+	code = peach2_rp_run(p2, 0, false);
+	if (code)
+		dev_dbg(&p2->pdev->dev, "read-proxy error record to node %u failed: %s\n",
+			r->src_node, peach2_err_name(code));
+}
+
 /* Serve one ring entry. */
 static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 {
 	struct peach2_rp *rp = &p2->rp;
-	struct device *dev = &p2->pdev->dev;
 	struct peach2_buf *buf = NULL;
 	struct peach2_rp_req r;
 	u32 status, code;
 	u64 value = 0, off = 0;
-	bool found = false, keyed = false;
 
 	if (!peach2_rp_fetch(p2, entry, &r))
 		return;
-
-	if (peach2_rp_throttled(rp, r.src_node)) {
-		/* Nothing looked up: a key guesser learns nothing. */
-		status = PEACH2_ERR_RP_NOT_EXPORTED;
-		atomic64_inc(&rp->stats.refused_throttled);
-	} else {
-		status = peach2_rp_check(p2, &r, &buf, &off, &found, &keyed);
-		if (!status) {
-			/* Accepted: only now does its seq count. */
-			rp->src[r.src_node].last_seq = r.seq;
-			if (r.op == PEACH2_RP_OP_CAS || r.op == PEACH2_RP_OP_FAA)
-				value = peach2_rp_atomic(&r, buf, off);
-		} else {
-			dev_dbg(dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
-				r.op, r.src_node, r.export_id, r.addr, r.len,
-				peach2_err_name(status));
-			peach2_rp_count(rp, status);
-			if (status == PEACH2_ERR_RP_NOT_EXPORTED && found &&
-			    !keyed)
-				peach2_rp_failed(p2, r.src_node);
-		}
-	}
-
+	status = peach2_rp_decide(p2, &r, &buf, &off, &value);
 	peach2_rp_build(p2, &r, buf, off, status, value);
+	/* A LOOKUP answer is small, from the names' staging memory. */
 	code = peach2_rp_run(p2, status || r.op == PEACH2_RP_OP_LOOKUP ? 0 : r.len, true);
-	if (code) {
-		dev_dbg(dev, "read-proxy reply to node %u failed: %s\n",
-			r.src_node, peach2_err_name(code));
-		atomic64_inc(&rp->stats.reply_errors);
-		/*
-		 * Tell the requester, so that it does not wait for nothing:
-		 * once, the record alone, with the DMA error as its status.
-		 * A CAS/FAA has been applied all the same (value: the old
-		 * value); atomics are not idempotent.
-		 */
-		if (!rp->wedged) {
-			peach2_rp_build(p2, &r, NULL, 0, code, value);
-			code = peach2_rp_run(p2, 0, false);
-			if (code)
-				dev_dbg(dev, "read-proxy error record to node %u failed: %s\n",
-					r.src_node, peach2_err_name(code));
-		}
-	} else if (!status) {
-		switch (r.op) {
-		case PEACH2_RP_OP_READ:
-			atomic64_inc(&rp->stats.served_read);
-			atomic64_add(r.len, &rp->stats.read_bytes);
-			break;
-		case PEACH2_RP_OP_LOOKUP:
-			atomic64_inc(&p2->names.lookups);
-			break;
-		case PEACH2_RP_OP_CAS:
-			atomic64_inc(&rp->stats.served_cas);
-			break;
-		default:
-			atomic64_inc(&rp->stats.served_faa);
-			break;
-		}
-	}
+	if (code)
+		peach2_rp_reply_failed(p2, &r, code, value);
+	else if (!status)
+		peach2_rp_served(p2, &r);
 
 	if (rp->wedged) {
 		/*
@@ -1192,7 +1221,7 @@ int peach2_rp_probe(struct peach2_dev *p2)
 		goto err_mem;
 
 	/* A reply a previous driver instance left running. */
-	st = readl(regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+	st = peach2_dmac_status(p2, PEACH2_RP_CH);
 	if (st & PEACH2_DMA_ST_BUSY) {
 		dev_info(&pdev->dev, "read-proxy DMA channel busy at probe: aborting\n");
 		if (!peach2_rp_abort(p2)) {
@@ -1200,7 +1229,7 @@ int peach2_rp_probe(struct peach2_dev *p2)
 			goto err_mem;
 		}
 	}
-	peach2_rp_ack(p2);
+	peach2_dmac_ack(p2, PEACH2_RP_CH);
 
 	writel(rp->ring_entries, regs + PEACH2_REG_RP_RING_SIZE);
 	writel(lower_32_bits(rp->ring_dma), regs + PEACH2_REG_RP_BASE_LO);
@@ -1295,11 +1324,11 @@ void peach2_rp_remove(struct peach2_dev *p2)
 	free_irq(rp->dma_irq, p2);
 	rp->dma_irq = 0;
 
-	st = readl(p2->regs + PEACH2_RP_DMA_REG(PEACH2_DMA_STATUS));
+	st = peach2_dmac_status(p2, PEACH2_RP_CH);
 	if (!rp->wedged && st != U32_MAX && st & PEACH2_DMA_ST_BUSY &&
 	    !peach2_rp_abort(p2))
 		rp->wedged = true;
-	peach2_rp_ack(p2);
+	peach2_dmac_ack(p2, PEACH2_RP_CH);
 	if (rp->wedged)
 		pci_clear_master(p2->pdev);
 	peach2_rp_free_mem(p2);

@@ -104,30 +104,20 @@ static struct peach2_xfer breaking(const struct _test_data_refusal *self,
 	case PEACH2_DMA_RULE_FLAGS: x.flags = 1u << 7; break;
 	case PEACH2_DMA_RULE_ZERO_LEN: x.len = 0; break;
 	case PEACH2_DMA_RULE_IMM_LEN:
-		x.flags = PEACH2_XFER_IMM;
-		x.src_handle = 0;
-		x.len = 6;
-		break;
+		x.flags = PEACH2_XFER_IMM; x.src_handle = 0; x.len = 6; break;
 	case PEACH2_DMA_RULE_IMM_FIELDS: x.imm = 1; break;
 	case PEACH2_DMA_RULE_TOO_LONG:
-		x.flags = PEACH2_XFER_STRIDE_SRC;
-		x.burst = 64;
-		x.len = PEACH2_DMA_MAX_LEN + 4ull;
-		break;
+		x.flags = PEACH2_XFER_STRIDE_SRC; x.burst = 64;
+		x.len = PEACH2_DMA_MAX_LEN + 4ull; break;
 	case PEACH2_DMA_RULE_SRC_ALIGN: x.src_offset = 2; x.dst = 2; break;
 	case PEACH2_DMA_RULE_DST_ALIGN: x.dst = 2; break;
 	case PEACH2_DMA_RULE_LEN_ALIGN: x.len = 62; break;
 	case PEACH2_DMA_RULE_LOW_BITS: x.dst = 4; break;
 	case PEACH2_DMA_RULE_BLOCK_FIELDS: x.gap = 16; break;
 	case PEACH2_DMA_RULE_BLOCK_ALIGN:
-		x.flags = PEACH2_XFER_STRIDE_DST;
-		x.burst = 6;
-		break;
+		x.flags = PEACH2_XFER_STRIDE_DST; x.burst = 6; break;
 	case PEACH2_DMA_RULE_BLOCK_GAP16:
-		x.flags = PEACH2_XFER_STRIDE_DST;
-		x.burst = 64;
-		x.gap = 8;
-		break;
+		x.flags = PEACH2_XFER_STRIDE_DST; x.burst = 64; x.gap = 8; break;
 	case PEACH2_DMA_RULE_NO_BUFFER: x.src_handle = 0xfffff; break;
 	case PEACH2_DMA_RULE_SRC_RANGE: x.src_offset = LARGE - 64; break;
 	case PEACH2_DMA_RULE_DST_RANGE: x.dst = SMALL - 64; break;
@@ -136,19 +126,16 @@ static struct peach2_xfer breaking(const struct _test_data_refusal *self,
 		x.dst = PEACH2_NODE_BASE(self->info.node_id) + self->b.a.bus_addr;
 		break;
 	case PEACH2_DMA_RULE_CHUNK:	/* a strided source across a chunk end */
-		x.flags = PEACH2_XFER_STRIDE_SRC;
-		x.src_offset = self->chunk0 - 64;
-		x.burst = 64;
-		x.gap = 64;
-		x.len = 128;
-		break;
+		x.flags = PEACH2_XFER_STRIDE_SRC; x.src_offset = self->chunk0 - 64;
+		x.burst = 64; x.gap = 64; x.len = 128; break;
 	default:			/* REG_MODE: the second one is one too many */
 		break;
 	}
 	return x;
 }
 
-TEST_F(refusal, dma_start_names_transfer_and_rule)
+/* DMA_START (a one-shot list) and CHAIN_CREATE refuse it alike. */
+TEST_F(refusal, names_transfer_and_rule)
 {
 	struct peach2_xfer x[2] = { good(self), breaking(self, variant->rule) };
 	struct peach2_dma_start s = {
@@ -157,27 +144,20 @@ TEST_F(refusal, dma_start_names_transfer_and_rule)
 		.flags = variant->flags,
 		.channel = PEACH2_DMA_ANY_CHANNEL,
 	};
+	struct peach2_chain_create c = { .xfers = s.xfers, .count = 2, .flags = s.flags };
+	const struct peach2_xfer_refusal *why[] = { &s.refusal, &c.refusal };
+	int i;
 
 	ASSERT_EQ(variant->err, xioctl(self->fd, PEACH2_IOC_DMA_START, &s));
-	EXPECT_EQ(1U, s.refusal.bad_xfer);
-	EXPECT_EQ((__u32)variant->rule, s.refusal.bad_rule)
-		TH_LOG("expected %s, driver named %s",
-		       peach2_dma_rule_name(variant->rule),
-		       peach2_dma_rule_name(s.refusal.bad_rule));
-}
-
-TEST_F(refusal, chain_create_names_transfer_and_rule)
-{
-	struct peach2_xfer x[2] = { good(self), breaking(self, variant->rule) };
-	struct peach2_chain_create c = {
-		.xfers = (__u64)(uintptr_t)x,
-		.count = 2,
-		.flags = variant->flags,
-	};
-
 	ASSERT_EQ(variant->err, xioctl(self->fd, PEACH2_IOC_CHAIN_CREATE, &c));
-	EXPECT_EQ(1U, c.refusal.bad_xfer);
-	EXPECT_EQ((__u32)variant->rule, c.refusal.bad_rule);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(1U, why[i]->bad_xfer);
+		EXPECT_EQ((__u32)variant->rule, why[i]->bad_rule)
+			TH_LOG("%s: expected %s, driver named %s",
+			       i ? "CHAIN_CREATE" : "DMA_START",
+			       peach2_dma_rule_name(variant->rule),
+			       peach2_dma_rule_name(why[i]->bad_rule));
+	}
 }
 
 /* Not about one transfer, or not refused: no report. */

@@ -73,8 +73,8 @@ std::vector<uint8_t> encode(const Image& img) {
 
 ParseResult parse(std::span<const uint8_t> b) {
     if (b.size() < kHeader)
-        return fail(PEACH2_FW_TRUNCATED, "image of " + std::to_string(b.size()) +
-                                             " bytes is shorter than its header");
+        return fail(PEACH2_FW_TRUNCATED,
+                    "image of " + std::to_string(b.size()) + " bytes is shorter than its header");
     if (get(b, 0, 4) != PEACH2_FW_MAGIC)
         return fail(PEACH2_FW_BAD_MAGIC, "not a PEACH2 firmware image (bad magic)");
     if (get(b, 4, 2) != PEACH2_FW_FORMAT)
@@ -83,10 +83,10 @@ ParseResult parse(std::span<const uint8_t> b) {
                                                std::to_string(PEACH2_FW_FORMAT));
     const uint64_t header_size = get(b, 6, 2), total = get(b, 8, 4), n = get(b, 18, 2);
     if (header_size != kHeader || total != b.size() || total != kHeader + n * kEntry)
-        return fail(PEACH2_FW_TRUNCATED, "image sizes do not add up (header " +
-                                             std::to_string(header_size) + ", total " +
-                                             std::to_string(total) + ", " + std::to_string(n) +
-                                             " entries, got " + std::to_string(b.size()) + " bytes)");
+        return fail(PEACH2_FW_TRUNCATED,
+                    "image sizes do not add up (header " + std::to_string(header_size) +
+                        ", total " + std::to_string(total) + ", " + std::to_string(n) +
+                        " entries, got " + std::to_string(b.size()) + " bytes)");
     std::vector<uint8_t> copy(b.begin(), b.end());
     put(copy, kCrcOffset, 0, 4);
     if (crc32_ieee(copy) != get(b, kCrcOffset, 4))
@@ -131,13 +131,14 @@ ParseResult parse_for_node(std::span<const uint8_t> bytes, uint32_t node_id, uin
     if (r.status != PEACH2_FW_OK)
         return r;
     if (r.image.node_count != node_count)
-        return fail(PEACH2_FW_WRONG_TOPOLOGY,
-                    "image is for " + std::to_string(r.image.node_count) + " nodes (" +
-                        r.image.topology + "), this card is in a cluster of " +
-                        std::to_string(node_count));
+        return fail(PEACH2_FW_WRONG_TOPOLOGY, "image is for " + std::to_string(r.image.node_count) +
+                                                  " nodes (" + r.image.topology +
+                                                  "), this card is in a cluster of " +
+                                                  std::to_string(node_count));
     if (std::none_of(r.image.entries.begin(), r.image.entries.end(),
                      [&](const peach2_fw_entry& e) { return e.node == node_id; }))
-        return fail(PEACH2_FW_NO_ENTRIES, "image has no entries for node " + std::to_string(node_id));
+        return fail(PEACH2_FW_NO_ENTRIES,
+                    "image has no entries for node " + std::to_string(node_id));
     return r;
 }
 

@@ -1,8 +1,8 @@
 #include "topology.h"
 
 #include <deque>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 namespace peach2::fw {
 namespace {
@@ -17,9 +17,12 @@ std::optional<uint32_t> parse_u32(const std::string& s) {
 
 std::optional<uint32_t> parse_port(char c) {
     switch (c) {
-    case 'E': case 'e': return PEACH2_PORT_E;
-    case 'W': case 'w': return PEACH2_PORT_W;
-    case 'S': case 's': return PEACH2_PORT_S;
+    case 'E':
+    case 'e': return PEACH2_PORT_E;
+    case 'W':
+    case 'w': return PEACH2_PORT_W;
+    case 'S':
+    case 's': return PEACH2_PORT_S;
     default: return std::nullopt;
     }
 }
@@ -98,7 +101,8 @@ std::optional<Topology> parse_topology(const std::string& spec, std::string* err
         while (std::getline(ss, item, ',')) {
             const auto dash = item.find('-');
             const auto a = parse_end(item.substr(0, dash));
-            const auto b = dash == std::string::npos ? std::nullopt : parse_end(item.substr(dash + 1));
+            const auto b =
+                dash == std::string::npos ? std::nullopt : parse_end(item.substr(dash + 1));
             if (!a || !b) {
                 *err = "bad cable '" + item + "' (expected like 0E-1W)";
                 return std::nullopt;
@@ -147,12 +151,14 @@ std::optional<uint32_t> first_hop_port(const Topology& t, const std::vector<std:
         return std::nullopt;
     std::optional<uint32_t> best;
     for (const auto& c : t.cables) {
-        for (auto [me, port, peer] : {std::tuple{c.node_a, c.port_a, c.node_b},
-                                      std::tuple{c.node_b, c.port_b, c.node_a}}) {
+        for (auto [me, port, peer] :
+             {std::tuple{c.node_a, c.port_a, c.node_b}, std::tuple{c.node_b, c.port_b, c.node_a}}) {
             if (me != from || hops[peer][to] != hops[from][to] - 1)
                 continue;
             // Preference S, E, W: ranks 0, 1, 2.
-            const auto rank = [](uint32_t p) { return p == PEACH2_PORT_S ? 0 : p == PEACH2_PORT_E ? 1 : 2; };
+            const auto rank = [](uint32_t p) {
+                return p == PEACH2_PORT_S ? 0 : p == PEACH2_PORT_E ? 1 : 2;
+            };
             if (!best || rank(port) < rank(*best))
                 best = port;
         }
@@ -172,7 +178,8 @@ std::optional<std::vector<peach2_fw_entry>> routes(const Topology& t, std::strin
                 continue;
             const auto p = first_hop_port(t, hops, n, d);
             if (!p) {
-                *err = "node " + std::to_string(d) + " cannot be reached from node " + std::to_string(n);
+                *err = "node " + std::to_string(d) + " cannot be reached from node " +
+                       std::to_string(n);
                 return std::nullopt;
             }
             dest[*p][d] = true;
@@ -189,11 +196,13 @@ std::optional<std::vector<peach2_fw_entry>> routes(const Topology& t, std::strin
                     ++e;
                 if (index >= PEACH2_ROUTE_ENTRIES) {
                     *err = "node " + std::to_string(n) + " port " + std::to_string(p) +
-                           " needs more than " + std::to_string(PEACH2_ROUTE_ENTRIES) + " address ranges";
+                           " needs more than " + std::to_string(PEACH2_ROUTE_ENTRIES) +
+                           " address ranges";
                     return std::nullopt;
                 }
                 out.push_back({static_cast<uint16_t>(n), static_cast<uint8_t>(p), index++,
-                               PEACH2_ROUTE_VALID, kMask, PEACH2_NODE_BASE(d), PEACH2_NODE_BASE(e)});
+                               PEACH2_ROUTE_VALID, kMask, PEACH2_NODE_BASE(d),
+                               PEACH2_NODE_BASE(e)});
                 d = e + 1;
             }
         }

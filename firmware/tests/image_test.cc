@@ -59,7 +59,8 @@ TEST(Image, BadEntriesAreRefusedEvenWithAGoodCrc) {
     img.node_count = 2;
     img.topology = "2";
     const uint64_t mask = (PEACH2_WINDOW_SIZE - 1) & ~(PEACH2_SLICE_SIZE - 1);
-    img.entries = {{0, PEACH2_PORT_E, 0, PEACH2_ROUTE_VALID, mask, PEACH2_NODE_BASE(1), PEACH2_NODE_BASE(1)}};
+    img.entries = {
+        {0, PEACH2_PORT_E, 0, PEACH2_ROUTE_VALID, mask, PEACH2_NODE_BASE(1), PEACH2_NODE_BASE(1)}};
     ASSERT_EQ(parse(encode(img)).status, PEACH2_FW_OK);
     auto bad = img;
     bad.entries[0].port = 7;

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "topology.h"
+
+#include <gtest/gtest.h>
 
 namespace peach2::fw {
 namespace {

@@ -38,15 +38,17 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto& img = r.image;
-    std::printf("%s: PEACH2 firmware format %u, image version %u, topology '%s', %u nodes, "
-                "%zu entries, %zu bytes, CRC ok\n",
-                argv[1], PEACH2_FW_FORMAT, img.image_version, img.topology.c_str(), img.node_count,
-                img.entries.size(), bytes.size());
+    std::printf(
+        "%s: PEACH2 firmware format %u, image version %u, topology '%s', %u nodes, "
+        "%zu entries, %zu bytes, CRC ok\n",
+        argv[1], PEACH2_FW_FORMAT, img.image_version, img.topology.c_str(), img.node_count,
+        img.entries.size(), bytes.size());
     static const char* ports = "NEWS";
-    std::printf("%5s %4s %3s %18s %18s %18s  nodes\n", "node", "port", "idx", "mask", "base", "limit");
+    std::printf("%5s %4s %3s %18s %18s %18s  nodes\n", "node", "port", "idx", "mask", "base",
+                "limit");
     for (const auto& e : img.entries)
-        std::printf("%5u %4c %3u 0x%016" PRIx64 " 0x%016" PRIx64 " 0x%016" PRIx64 "  %u..%u\n", e.node,
-                    ports[e.port], e.index, e.mask, e.base, e.limit, PEACH2_ADDR_NODE(e.base),
-                    PEACH2_ADDR_NODE(e.limit));
+        std::printf("%5u %4c %3u 0x%016" PRIx64 " 0x%016" PRIx64 " 0x%016" PRIx64 "  %u..%u\n",
+                    e.node, ports[e.port], e.index, e.mask, e.base, e.limit,
+                    PEACH2_ADDR_NODE(e.base), PEACH2_ADDR_NODE(e.limit));
     return 0;
 }

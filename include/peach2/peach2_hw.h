@@ -172,7 +172,9 @@ typedef uint64_t peach2_u64;
 #define   PEACH2_DMA_ST_BUSY    (1u << 0)
 #define   PEACH2_DMA_ST_DONE    (1u << 1)
 #define   PEACH2_DMA_ST_ERROR   (1u << 2)
+#define   PEACH2_DMA_ST_ENDED   (PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR)
 #define   PEACH2_DMA_ST_CODE_SHIFT 8 /* bits 8..15: peach2_err of the failure */
+#define   PEACH2_DMA_ST_CODE    (0xffu << PEACH2_DMA_ST_CODE_SHIFT)
 #define PEACH2_DMA_HEAD_LO     0x08 /* RW: chain head: on-card descriptor index, */
 #define PEACH2_DMA_HEAD_HI     0x0c /*     or a host bus address if HEAD_HOST */
 #define   PEACH2_DMA_HEAD_HOST  (1ull << 63)

@@ -144,6 +144,29 @@ static inline enum peach2_dma_rule peach2_xfer_rule(const struct peach2_xfer *x)
 				     x->gap, flags, 1);
 }
 
+/*
+ * The bytes each side of a transfer (that keeps peach2_xfer_rule()) spans:
+ * len, or for a strided side from its first to its last byte. Returns
+ * PEACH2_DMA_RULE_OK, or TOO_LONG when the span overflows.
+ */
+static inline enum peach2_dma_rule
+peach2_xfer_spans(const struct peach2_xfer *x, __u64 *sspan, __u64 *dspan)
+{
+	peach2_u64 span;	/* peach2_hw.h's type: uint64_t in user space */
+
+	*sspan = x->len;
+	*dspan = x->len;
+	if (!x->burst)
+		return PEACH2_DMA_RULE_OK;
+	if (peach2_stride_span(x->len, x->burst, x->gap, &span))
+		return PEACH2_DMA_RULE_TOO_LONG;
+	if (x->flags & PEACH2_XFER_STRIDE_SRC)
+		*sspan = span;
+	if (x->flags & PEACH2_XFER_STRIDE_DST)
+		*dspan = span;
+	return PEACH2_DMA_RULE_OK;
+}
+
 /* How to run a submission or a chain. */
 #define PEACH2_DMA_REG_MODE    (1u << 0) /* register mode: exactly one descriptor */
 #define PEACH2_DMA_HOST_DESC   (1u << 1) /* descriptors in host memory, not on-card */

@@ -61,7 +61,7 @@ struct Peach2State {
     MemoryRegion window;
 
     peach2_core *core;
-    QEMUBH *flush_bh;
+    QEMUBH *service_bh;
     QEMUTimer *wc_timer;
     QEMUTimer *dma_timer;
     int64_t dma_burst_start;
@@ -90,11 +90,11 @@ static int peach2_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
     return pci_dma_read(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
 }
 
-static void peach2_kick(void *opaque)
+static void peach2_schedule_service(void *opaque)
 {
     Peach2State *s = opaque;
 
-    qemu_bh_schedule(s->flush_bh);
+    qemu_bh_schedule(s->service_bh);
 }
 
 /*
@@ -121,7 +121,7 @@ static void peach2_defer(void *opaque)
         return;
     }
     if (now - s->dma_burst_start < PEACH2_DMA_BURST_NS) {
-        qemu_bh_schedule(s->flush_bh);
+        qemu_bh_schedule(s->service_bh);
         return;
     }
     s->dma_burst_start = now + PEACH2_DMA_PAUSE_NS;
@@ -149,6 +149,88 @@ static void peach2_log(void *opaque, int level, const char *msg)
     }
 }
 
+/*
+ * An error condition from the core, typed: one trace event per code (as
+ * hw/nvme traces its error conditions), besides the log line.
+ */
+static void peach2_error(void *opaque, const peach2_core_error *e)
+{
+    Peach2State *s = opaque;
+    uint32_t n = s->node_id;
+
+    if (!e->counted && e->code != PEACH2_ERR_NONE) {
+        /* The card answered a read-proxy request itself: flow control. */
+        trace_peach2_rp_answer(n, e->node, peach2_err_name(e->code), e->value);
+        return;
+    }
+    switch (e->code) {
+    case PEACH2_ERR_NONE:
+        trace_peach2_err_firmware(n, peach2_fw_status_name(e->fw_status),
+                                  e->addr, e->value);
+        break;
+    case PEACH2_ERR_NO_SUCH_NODE:
+        trace_peach2_err_no_such_node(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_LINK_DOWN:
+        trace_peach2_err_link_down(n, e->addr, e->port, e->node, e->value);
+        break;
+    case PEACH2_ERR_NO_ROUTE:
+        trace_peach2_err_no_route(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_READ_UNSUPPORTED:
+        trace_peach2_err_read_unsupported(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_TARGET:
+        trace_peach2_err_bad_target(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_NO_GPU:
+        trace_peach2_err_no_gpu(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_PACKET:
+        trace_peach2_err_bad_packet(n, e->port, e->node, e->what);
+        break;
+    case PEACH2_ERR_TX_OVERFLOW:
+        trace_peach2_err_tx_overflow(n, e->addr, e->port, e->value);
+        break;
+    case PEACH2_ERR_DMA_WRITE:
+        trace_peach2_err_dma_write(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_REG:
+        trace_peach2_err_bad_reg(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_HOP_LIMIT:
+        trace_peach2_err_hop_limit(n, e->addr, e->node);
+        break;
+    case PEACH2_ERR_NOT_REGISTERED:
+        trace_peach2_err_not_registered(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_BAD_COMMAND:
+        trace_peach2_err_bad_command(n, e->addr, e->value);
+        break;
+    case PEACH2_ERR_DMA_BUSY:
+        trace_peach2_err_dma_busy(n, e->channel, e->addr);
+        break;
+    case PEACH2_ERR_DMA_ALIGN:
+    case PEACH2_ERR_DMA_ZERO_LEN:
+    case PEACH2_ERR_DMA_LOOP:
+    case PEACH2_ERR_DMA_CHAIN_LONG:
+    case PEACH2_ERR_DMA_BAD_INDEX:
+    case PEACH2_ERR_DMA_BAD_DESC:
+    case PEACH2_ERR_DMA_READ:
+    case PEACH2_ERR_DMA_ABORTED:
+        /* A run stopped: the code is in the channel's STATUS too. */
+        trace_peach2_err_dma_stopped(n, e->channel, peach2_err_name(e->code),
+                                     e->addr, e->value);
+        break;
+    case PEACH2_ERR_RP_BAD_PACKET:
+        trace_peach2_err_rp_bad_packet(n, e->addr, e->node, e->value);
+        break;
+    default:
+        trace_peach2_err_unknown(n, e->code, e->addr);
+        break;
+    }
+}
+
 /* ---- links ------------------------------------------------------------- */
 
 static void peach2_port_drain(Peach2Port *p);
@@ -163,9 +245,11 @@ static gboolean peach2_port_writable(void *do_not_use, GIOCondition cond,
     return G_SOURCE_REMOVE;
 }
 
-/* Send what the core has queued without ever blocking: a peer that does
+/*
+ * Send what the core has queued without ever blocking: a peer that does
  * not read must not stall this VM (and two VMs blocking on each other
- * would deadlock). Leftovers wait for the chardev to become writable. */
+ * would deadlock). Leftovers wait for the chardev to become writable.
+ */
 static void peach2_port_drain(Peach2Port *p)
 {
     peach2_core *core = p->dev->core;
@@ -196,30 +280,44 @@ static void peach2_port_drain(Peach2Port *p)
     }
 }
 
-static void peach2_drain_all(Peach2State *s)
+/*
+ * Send what the core has queued on its links. The core's one signal for
+ * packets waiting is peach2_core_tx_pending(): checked after every call
+ * that can queue them, in whatever context made the call (a vCPU's store or
+ * fence, a register write, the bottom half, a link's input).
+ */
+static void peach2_send_queued(Peach2State *s)
 {
+    unsigned ports = peach2_core_tx_pending(s->core);
     unsigned i;
 
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
-        peach2_port_drain(&s->ports[i]);
+        if (ports & (1u << i)) {
+            peach2_port_drain(&s->ports[i]);
+        }
     }
 }
 
-static void peach2_flush_bh(void *opaque)
+/* The bottom half: DMA slices and firmware loads, never in a vCPU. */
+static void peach2_service_bh(void *opaque)
 {
     Peach2State *s = opaque;
 
-    peach2_core_flush(s->core);
-    peach2_drain_all(s);
+    peach2_core_service(s->core);
+    peach2_send_queued(s);
 }
 
-/* A vCPU fenced its stores (under the BQL): send what is held back. */
+/*
+ * A vCPU fenced its stores (under the BQL): send what is held back, now, in
+ * this vCPU (the fence must not wait). Closing the write does no DMA work.
+ */
 static void peach2_wc_fence(void *opaque)
 {
     Peach2State *s = opaque;
 
     trace_peach2_wc_fence(s->node_id);
-    peach2_flush_bh(s); /* now, in this vCPU: the fence must not wait */
+    peach2_core_close_write(s->core);
+    peach2_send_queued(s);
 }
 
 static void peach2_wc_timer(void *opaque)
@@ -233,7 +331,7 @@ static void peach2_wc_timer(void *opaque)
     }
     trace_peach2_wc_flush(s->node_id);
     /* Through the bottom half: it runs under the device's re-entrancy guard. */
-    qemu_bh_schedule(s->flush_bh);
+    qemu_bh_schedule(s->service_bh);
 }
 
 static int peach2_port_can_receive(void *opaque)
@@ -250,6 +348,8 @@ static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
         /* Corrupt stream: the core has reported it; start a fresh one. */
         qemu_chr_fe_disconnect(&p->chr);
     }
+    /* Forwarded packets, the card's own read-proxy answers. */
+    peach2_send_queued(p->dev);
 }
 
 static void peach2_port_event(void *opaque, QEMUChrEvent event)
@@ -260,6 +360,7 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     switch (event) {
     case CHR_EVENT_OPENED:
         peach2_core_link_connected(p->dev->core, p->port, true);
+        peach2_send_queued(p->dev); /* HELLO */
         break;
     case CHR_EVENT_CLOSED:
         if (p->watch) {
@@ -278,8 +379,10 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
+    uint64_t val = peach2_core_reg_read(s->core, addr, size);
 
-    return peach2_core_reg_read(s->core, addr, size);
+    trace_peach2_reg_read(s->node_id, addr, size, val);
+    return val;
 }
 
 static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
@@ -287,19 +390,19 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     Peach2State *s = opaque;
 
+    trace_peach2_reg_write(s->node_id, addr, size, val);
     peach2_core_reg_write(s->core, addr, val, size);
-    if (addr == PEACH2_REG_RP_TX_SEND) {
-        /* A read-proxy request: send it from this vCPU, like a window store,
-         * rather than wait for the bottom half. */
-        peach2_drain_all(s);
-    }
+    /* A read-proxy request: sent from this vCPU, like a window store. */
+    peach2_send_queued(s);
 }
 
 static uint64_t peach2_cardmem_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
+    uint64_t val = peach2_core_cardmem_read(s->core, addr, size);
 
-    return peach2_core_cardmem_read(s->core, addr, size);
+    trace_peach2_cardmem_read(s->node_id, addr, size, val);
+    return val;
 }
 
 static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
@@ -307,6 +410,7 @@ static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
 {
     Peach2State *s = opaque;
 
+    trace_peach2_cardmem_write(s->node_id, addr, size, val);
     peach2_core_cardmem_write(s->core, addr, val, size);
 }
 
@@ -325,7 +429,7 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
 
     trace_peach2_window_store(s->node_id, addr, size, pending);
     if (pending & PEACH2_WINDOW_TX_PENDING) {
-        peach2_drain_all(s);
+        peach2_send_queued(s);
     }
     if (pending & PEACH2_WINDOW_WC_OPEN) {
         cpu_wc_flush_mark_pending();
@@ -338,7 +442,8 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
 
 /* The core checks sizes and alignment itself and reports bad ones. */
 #define PEACH2_ANY_ACCESS \
-    .valid = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }, \
+    .valid = { .min_access_size = 1, .max_access_size = 8, \
+               .unaligned = true }, \
     .impl = { .min_access_size = 1, .max_access_size = 8, .unaligned = true }
 
 static const MemoryRegionOps peach2_regs_ops = {
@@ -376,10 +481,11 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .opaque = s,
         .dma_write = peach2_dma_write,
         .dma_read = peach2_dma_read,
-        .kick = peach2_kick,
-        .defer = peach2_defer,
+        .schedule_service = peach2_schedule_service,
+        .defer_service = peach2_defer,
         .notify = peach2_notify,
         .log = peach2_log,
+        .error = peach2_error,
     };
     char why[256];
     unsigned i;
@@ -390,10 +496,11 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    s->node_id, s->node_count);
         return;
     }
-    s->flush_bh = qemu_bh_new_guarded(peach2_flush_bh, s,
-                                      &DEVICE(pdev)->mem_reentrancy_guard);
+    s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
+                                        &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
-    s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_kick, s);
+    s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_schedule_service,
+                                s);
     cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -426,8 +533,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                   PEACH2_MSIX_PBA_OFF, 0, errp)) {
         peach2_core_free(s->core);
         s->core = NULL;
-        qemu_bh_delete(s->flush_bh);
-        s->flush_bh = NULL;
+        qemu_bh_delete(s->service_bh);
+        s->service_bh = NULL;
         timer_free(s->wc_timer);
         s->wc_timer = NULL;
         timer_free(s->dma_timer);
@@ -467,8 +574,8 @@ static void peach2_exit(PCIDevice *pdev)
         qemu_chr_fe_deinit(&s->ports[i].chr, false);
     }
     msix_uninit(pdev, &s->bar0, &s->bar0);
-    if (s->flush_bh) {
-        qemu_bh_delete(s->flush_bh);
+    if (s->service_bh) {
+        qemu_bh_delete(s->service_bh);
     }
     if (s->wc_timer) {
         timer_free(s->wc_timer);

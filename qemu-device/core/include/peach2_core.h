@@ -31,6 +31,28 @@ enum peach2_core_log_level {
 	PEACH2_LOG_INFO = 1,        /* link state changes and the like */
 };
 
+/*
+ * An error condition, for tracing (QEMU: one typed trace event per code).
+ * The same event also reaches log() as text.
+ */
+#define PEACH2_CORE_NONE 0xffffffffu /* a field that does not apply */
+typedef struct peach2_core_error {
+	uint32_t code;      /* enum peach2_err; PEACH2_ERR_NONE: a refused
+			     * firmware image, see fw_status */
+	uint32_t fw_status; /* enum peach2_fw_status, with code NONE */
+	bool counted;       /* latched and counted in the ERR registers; false
+			     * for the read proxy's RP_FULL/RP_OFF/DMA_WRITE
+			     * answers (flow control) and firmware refusals */
+	uint64_t addr;      /* as ERR_ADDR: a global address, a register or
+			     * card-memory offset, a descriptor's location */
+	uint32_t port;      /* the link (PEACH2_PORT_E/W/S), or NONE */
+	uint32_t node;      /* the other node: destination, source, peer */
+	uint32_t channel;   /* the DMA channel, or NONE */
+	uint64_t value;     /* by code: an access size, a length, a command
+			     * value, bytes lost, descriptors done, a tag */
+	const char *what;   /* the log text's detail */
+} peach2_core_error;
+
 typedef struct peach2_core_host {
 	void *opaque;
 	/* Write len bytes at bus address addr of this node's memory.
@@ -39,20 +61,22 @@ typedef struct peach2_core_host {
 	/* Read len bytes at bus address addr (DMA sources, host descriptors).
 	 * Return 0, or -1 if rejected. */
 	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
-	/* Bytes are waiting to be sent, a write-combining buffer is open or a
-	 * DMA channel has work: call peach2_core_flush() soon (QEMU: a bottom
-	 * half). Each flush does a bounded amount of DMA work and kicks again
-	 * if more is left. */
-	void (*kick)(void *opaque);
+	/* The card has work for peach2_core_service() (a DMA run, a firmware
+	 * image to load, a DMA run that can go on now that a link drained):
+	 * call it soon (QEMU: a bottom half). Never called for packets: see
+	 * peach2_core_tx_pending(). */
+	void (*schedule_service)(void *opaque);
 	/* A DMA run has more work after its bounded slice: call
-	 * peach2_core_flush() again *after a short pause*, so the CPUs get the
-	 * I/O lock in between (a long copy must not starve the guest's timers
-	 * and interrupts). May be NULL: kick() is used then. */
-	void (*defer)(void *opaque);
+	 * peach2_core_service() again *after a short pause*, so the CPUs get
+	 * the I/O lock in between (a long copy must not starve the guest's
+	 * timers and interrupts). May be NULL: schedule_service() is used. */
+	void (*defer_service)(void *opaque);
 	/* Send MSI-X vector `vector`. */
 	void (*notify)(void *opaque, unsigned vector);
 	/* A line of log text (no trailing newline). May be NULL. */
 	void (*log)(void *opaque, int level, const char *msg);
+	/* An error condition, typed (peach2_core_error). May be NULL. */
+	void (*error)(void *opaque, const peach2_core_error *e);
 } peach2_core_host;
 
 typedef struct peach2_core_config {
@@ -76,17 +100,29 @@ void peach2_core_reg_write(peach2_core *core, uint64_t off, uint64_t val, unsign
 uint64_t peach2_core_cardmem_read(peach2_core *core, uint64_t off, unsigned size);
 void peach2_core_cardmem_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 uint64_t peach2_core_window_read(peach2_core *core, uint64_t off, unsigned size);
-/* A CPU store into the window. Does not call kick(); instead returns
- * PEACH2_WINDOW_* bits: TX_PENDING, packets were queued (send them now, see
- * peach2_core_link_tx_peek); WC_OPEN, a write-combining buffer is open (call
- * peach2_core_flush() once the CPU has stopped storing for a moment). */
+/* A CPU store into the window. Cheap enough for a vCPU's MMIO exit: it never
+ * runs DMA or firmware work. Returns PEACH2_WINDOW_* bits: TX_PENDING,
+ * packets wait on a link (as peach2_core_tx_pending() != 0: send them now);
+ * WC_OPEN, a write-combining buffer is open (call peach2_core_close_write()
+ * when the CPU fences, or once it has stopped storing for a moment). */
 #define PEACH2_WINDOW_TX_PENDING 1u
 #define PEACH2_WINDOW_WC_OPEN    2u
 unsigned peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 
-/* Close open write-combining buffers (packets become queued or delivered)
- * and run a bounded slice of DMA work. */
-void peach2_core_flush(peach2_core *core);
+/* Close the open write-combining buffer: its packet is delivered or queued
+ * on a link. Nothing else; safe in a vCPU's fence. */
+void peach2_core_close_write(peach2_core *core);
+
+/* The bottom half: close the open write (stores before a DMA start go
+ * first), load a firmware image handed over, run a bounded slice of DMA
+ * work. Asks for more through schedule_service()/defer_service(). */
+void peach2_core_service(peach2_core *core);
+
+/* Packets waiting: a bit (1 << port) for every port whose link has bytes
+ * queued to send (peach2_core_link_tx_peek). The one signal for "send now":
+ * check it after every call that can queue packets (stores, register
+ * writes, service, link input and connection events). */
+unsigned peach2_core_tx_pending(peach2_core *core);
 
 /* Links: port is PEACH2_PORT_E/W/S. */
 void peach2_core_link_attach(peach2_core *core, unsigned port); /* has a cable */

@@ -10,7 +10,7 @@ namespace peach2 {
 enum class Region { Host, Mailbox, CardReserved, Gpu, Unmapped };
 
 struct Decoded {
-    uint32_t node;    // slice the address falls in
+    uint32_t node;  // slice the address falls in
     Region region;
     uint64_t offset;  // offset inside the region (Host: the bus address)
 };

@@ -23,9 +23,7 @@ public:
     void append(F&& write) {
         write(buf_);
     }
-    std::span<const uint8_t> front() const {
-        return {buf_.data() + head_, size()};
-    }
+    std::span<const uint8_t> front() const { return {buf_.data() + head_, size()}; }
     void consume(size_t n) {
         head_ += n < size() ? n : size();
         // Compact once the dead prefix dominates, so memory stays bounded.

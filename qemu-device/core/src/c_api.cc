@@ -53,8 +53,8 @@ auto guarded(peach2_core* core, F&& f) {
 
 extern "C" {
 
-peach2_core* peach2_core_new(const peach2_core_config* cfg, const peach2_core_host* host,
-                             char* err, size_t errlen) {
+peach2_core* peach2_core_new(const peach2_core_config* cfg, const peach2_core_host* host, char* err,
+                             size_t errlen) {
     const auto fail = [&](const char* msg) -> peach2_core* {
         if (err && errlen)
             std::snprintf(err, errlen, "%s", msg);
@@ -92,38 +92,45 @@ void peach2_core_cardmem_write(peach2_core* core, uint64_t off, uint64_t val, un
     guarded(core, [&] { core->card.cardmem_write(off, val, size); });
 }
 uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size) {
-    return guarded(core, [&] { return core->card.window_read(off, size); }, ~0ull);
+    return guarded(
+        core, [&] { return core->card.window_read(off, size); }, ~0ull);
 }
 unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
     return guarded(core, [&] { return core->card.window_write(off, val, size); });
 }
-void peach2_core_flush(peach2_core* core) {
-    guarded(core, [&] { core->card.flush(); });
+void peach2_core_close_write(peach2_core* core) {
+    guarded(core, [&] { core->card.close_write(); });
+}
+void peach2_core_service(peach2_core* core) {
+    guarded(core, [&] { core->card.service(); });
+}
+unsigned peach2_core_tx_pending(peach2_core* core) {
+    return guarded(core, [&] { return core->card.tx_pending(); });
 }
 void peach2_core_link_attach(peach2_core* core, unsigned port) {
-    guarded(core, [&] { core->card.link_attach(port); });
+    guarded(core, [&] { core->card.links().attach(port); });
 }
 void peach2_core_link_connected(peach2_core* core, unsigned port, bool connected) {
-    guarded(core, [&] { core->card.link_connected(port, connected); });
+    guarded(core, [&] { core->card.links().connected(port, connected); });
 }
 bool peach2_core_link_receive(peach2_core* core, unsigned port, const void* buf, size_t len) {
     return guarded(
         core,
         [&] {
-            return core->card.link_receive(
+            return core->card.links().receive(
                 port, std::span<const uint8_t>(static_cast<const uint8_t*>(buf), len));
         },
         false);
 }
 size_t peach2_core_link_tx_peek(peach2_core* core, unsigned port, const void** buf) {
     return guarded(core, [&]() -> size_t {
-        const auto s = core->card.link_tx_peek(port);
+        const auto s = core->card.links().tx_peek(port);
         *buf = s.data();
         return s.size();
     });
 }
 void peach2_core_link_tx_consume(peach2_core* core, unsigned port, size_t n) {
-    guarded(core, [&] { core->card.link_tx_consume(port, n); });
+    guarded(core, [&] { core->card.links().tx_consume(port, n); });
 }
 
 }  // extern "C"

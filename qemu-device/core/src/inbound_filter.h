@@ -1,47 +1,48 @@
-// The set of host-memory ranges remote (and loopback) writes may land in.
+// The inbound filter (docs/hardware.md §5, "Inbound filter"): the host-memory
+// ranges the driver registered, the only places delivered writes (remote or
+// loopback) may land in, and the IN_* registers that edit them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <map>
 
 #include "peach2/peach2_hw.h"
 
 namespace peach2 {
 
+class Card;
+
 class InboundFilter {
 public:
-    // Returns PEACH2_ERR_NONE or why the range was refused.
-    peach2_err add(uint64_t base, uint64_t size) {
-        if (size == 0 || base + size < base)
-            return PEACH2_ERR_BAD_COMMAND;
-        if (ranges_.size() >= PEACH2_IN_MAX_RANGES)
-            return PEACH2_ERR_BAD_COMMAND;
-        const uint64_t end = base + size;
-        auto next = ranges_.lower_bound(base);
-        if (next != ranges_.end() && next->first < end)
-            return PEACH2_ERR_BAD_COMMAND;  // overlaps the following range
-        if (next != ranges_.begin() && std::prev(next)->second > base)
-            return PEACH2_ERR_BAD_COMMAND;  // overlaps the preceding range
-        ranges_.emplace(base, end);
-        return PEACH2_ERR_NONE;
-    }
-    peach2_err remove(uint64_t base) {
-        return ranges_.erase(base) ? PEACH2_ERR_NONE : PEACH2_ERR_BAD_COMMAND;
-    }
+    explicit InboundFilter(Card& card) : card_(card) {}
+
+    // May a write of `len` bytes at host bus address `addr` land? (Always,
+    // while the filter is disabled.)
+    bool admits(uint64_t addr, uint64_t len) const;
+
+    // The range set itself (IN_CMD ADD/REMOVE/CLEAR). PEACH2_ERR_NONE or why
+    // the command was refused.
+    peach2_err add(uint64_t base, uint64_t size);
+    peach2_err remove(uint64_t base);
     void clear() { ranges_.clear(); }
     size_t size() const { return ranges_.size(); }
-
     // True if [addr, addr+len) lies inside one registered range.
-    bool contains(uint64_t addr, uint64_t len) const {
-        auto it = ranges_.upper_bound(addr);
-        if (it == ranges_.begin())
-            return false;
-        --it;
-        return addr + len >= addr && addr + len <= it->second;
-    }
+    bool contains(uint64_t addr, uint64_t len) const;
+
+    // Reset: enabled and empty. Registers: IN_CTRL ... IN_RESULT.
+    void reset();
+    bool reg_read(uint64_t off, uint32_t& v) const;
+    bool reg_write(uint64_t off, uint32_t v);
 
 private:
+    void command(uint32_t cmd);
+
+    Card& card_;
+    uint32_t ctrl_ = PEACH2_IN_ENABLE;
+    uint64_t base_ = 0;
+    uint64_t size_ = 0;
+    uint32_t result_ = 0;
     std::map<uint64_t, uint64_t> ranges_;  // base -> end (exclusive)
 };
 

@@ -82,8 +82,7 @@ std::optional<std::string> header_problem(const peach2_pkt_hdr& h) {
         if (h.addr >= PEACH2_WINDOW_SIZE)
             return "RPREQ outside the window";
         return std::nullopt;
-    default:
-        return "unknown packet type " + std::to_string(h.type);
+    default: return "unknown packet type " + std::to_string(h.type);
     }
 }
 

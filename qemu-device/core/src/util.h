@@ -25,6 +25,14 @@ inline std::string hex(uint64_t v) {
     return buf;
 }
 
+// 64-bit registers as LO/HI pairs of 32-bit ones.
+inline uint32_t lo32(uint64_t v) { return static_cast<uint32_t>(v); }
+inline uint32_t hi32(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+inline void set_lo32(uint64_t& v, uint32_t x) { v = (v & ~0xffffffffull) | x; }
+inline void set_hi32(uint64_t& v, uint32_t x) {
+    v = (v & 0xffffffffull) | static_cast<uint64_t>(x) << 32;
+}
+
 template <typename T>
 void sat_inc(T& v) {
     if (v != static_cast<T>(~T{0}))

@@ -15,7 +15,8 @@ TEST(AddressMap, HostRegionGivesBusAddress) {
 }
 
 TEST(AddressMap, WriteMayNotStraddleRegions) {
-    EXPECT_EQ(decode_global(PEACH2_NODE_BASE(1) + PEACH2_HOST_SIZE - 4, 8).region, Region::Unmapped);
+    EXPECT_EQ(decode_global(PEACH2_NODE_BASE(1) + PEACH2_HOST_SIZE - 4, 8).region,
+              Region::Unmapped);
 }
 
 TEST(AddressMap, CardMailboxAndGpu) {

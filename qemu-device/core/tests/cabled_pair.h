@@ -31,8 +31,8 @@ protected:
     bool pump() {
         bool ok = true, moved = true;
         while (moved) {
-            peach2_core_flush(a.get());
-            peach2_core_flush(b.get());
+            peach2_core_service(a.get());
+            peach2_core_service(b.get());
             moved = carry(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, ok) > 0;
             moved |= carry(b.get(), PEACH2_PORT_W, a.get(), PEACH2_PORT_E, ok) > 0;
         }

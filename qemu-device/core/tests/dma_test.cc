@@ -20,7 +20,8 @@ struct Dma {
     uint32_t status() { return r(PEACH2_DMA_STATUS); }
     uint32_t code() { return (status() >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff; }
     bool busy() { return status() & PEACH2_DMA_ST_BUSY; }
-    void reg_mode(uint64_t src, uint64_t dst, uint32_t len, uint32_t block = 0, uint32_t flags = 0) {
+    void reg_mode(uint64_t src, uint64_t dst, uint32_t len, uint32_t block = 0,
+                  uint32_t flags = 0) {
         w(PEACH2_DMA_SRC_LO, src, 8);
         w(PEACH2_DMA_DST_LO, dst, 8);
         w(PEACH2_DMA_LEN, len);
@@ -36,13 +37,12 @@ struct Dma {
     int run(int max_runs = 100000) {
         int runs = 0;
         while (busy() && runs < max_runs) {
-            peach2_core_flush(c);
+            peach2_core_service(c);
             ++runs;
         }
         return runs;
     }
 };
-
 
 class DmaTest : public ::testing::Test {
 protected:
@@ -85,14 +85,15 @@ protected:
         return std::memcmp(host.mem.data() + a, host.mem.data() + b, n) == 0;
     }
     bool zero(uint64_t a, size_t n) {
-        return std::all_of(host.mem.begin() + a, host.mem.begin() + a + n, [](uint8_t x) { return !x; });
+        return std::all_of(host.mem.begin() + a, host.mem.begin() + a + n,
+                           [](uint8_t x) { return !x; });
     }
     uint32_t errors(peach2_err e) { return reg(core.get(), PEACH2_REG_ERR_BY_CODE(e)); }
 };
 
 TEST_F(DmaTest, RegisterModeCopiesAndInterruptsOnItsVector) {
     dma.reg_mode(0x1000, 0x100000, 4096);
-    EXPECT_TRUE(dma.busy());           // nothing runs inside the register write
+    EXPECT_TRUE(dma.busy());  // nothing runs inside the register write
     EXPECT_TRUE(zero(0x100000, 4096));
     dma.run();
     EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
@@ -174,7 +175,7 @@ TEST_F(DmaTest, FullOnCardChainOf1024RunsInBoundedSlices) {
         card_desc(i, {0x1000 + 16u * i, 0x200000 + 16u * i, 16, 0, 0, i + 1,
                       i + 1 == PEACH2_DESC_MAX ? PEACH2_DESC_LAST : 0u});
     dma.chain(0);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_TRUE(dma.busy());  // one run does a bounded amount of work
     const int runs = 1 + dma.run();
     EXPECT_GE(runs, 4);
@@ -229,7 +230,7 @@ TEST_F(DmaTest, FourChannelsRunConcurrently) {
     Dma ch[4] = {{core.get(), 0}, {core.get(), 1}, {core.get(), 2}, {core.get(), 3}};
     for (unsigned i = 0; i < 4; ++i)
         ch[i].reg_mode(0x1000 * (i + 1), 0x300000 + 0x40000 * i, 256 * 1024 - 4096 * (i + 1));
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     for (unsigned i = 0; i < 4; ++i)
         EXPECT_GT(ch[i].r(PEACH2_DMA_BYTES_LO), 0u) << "channel " << i << " made progress";
     for (auto& c : ch)
@@ -249,18 +250,38 @@ struct BadCase {
 TEST_F(DmaTest, EveryRestrictionEndsWithItsCodeAndWritesNothing) {
     const BadCase cases[] = {
         {"src misaligned", {0x1002, 0x160002, 16, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_ALIGN},
-        {"low 4 bits differ", {0x1004, 0x160008, 16, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_ALIGN},
+        {"low 4 bits differ",
+         {0x1004, 0x160008, 16, 0, 0, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_DMA_ALIGN},
         {"length not x4", {0x1000, 0x160000, 10, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_ALIGN},
         {"zero length", {0x1000, 0x160000, 0, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_ZERO_LEN},
-        {"reserved flag", {0x1000, 0x160000, 16, 0, 0, 0, PEACH2_DESC_LAST | 0x100}, PEACH2_ERR_DMA_BAD_DESC},
-        {"too long", {0x1000, 0x160000, PEACH2_DMA_MAX_LEN + 4, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_BAD_DESC},
-        {"gap without burst", {0x1000, 0x160000, 16, 0, 16, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_BAD_DESC},
-        {"burst without side", {0x1000, 0x160000, 16, 8, 16, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_BAD_DESC},
-        {"one-sided gap not x16", {0x1000, 0x160000, 32, 8, 8, 0, PEACH2_DESC_LAST | PEACH2_DESC_STRIDE_SRC}, PEACH2_ERR_DMA_ALIGN},
-        {"burst not x4", {0x1000, 0x160000, 32, 6, 16, 0, PEACH2_DESC_LAST | PEACH2_DESC_STRIDE_DST}, PEACH2_ERR_DMA_ALIGN},
-        {"IMM of 6 bytes", {1, 0x160000, 6, 0, 0, 0, PEACH2_DESC_LAST | PEACH2_DESC_IMM}, PEACH2_ERR_DMA_BAD_DESC},
-        {"source outside RAM", {0x7ffff000, 0x160000, 64, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_DMA_READ},
-        {"no such node", {0x1000, PEACH2_NODE_BASE(9), 64, 0, 0, 0, PEACH2_DESC_LAST}, PEACH2_ERR_NO_SUCH_NODE},
+        {"reserved flag",
+         {0x1000, 0x160000, 16, 0, 0, 0, PEACH2_DESC_LAST | 0x100},
+         PEACH2_ERR_DMA_BAD_DESC},
+        {"too long",
+         {0x1000, 0x160000, PEACH2_DMA_MAX_LEN + 4, 0, 0, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_DMA_BAD_DESC},
+        {"gap without burst",
+         {0x1000, 0x160000, 16, 0, 16, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_DMA_BAD_DESC},
+        {"burst without side",
+         {0x1000, 0x160000, 16, 8, 16, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_DMA_BAD_DESC},
+        {"one-sided gap not x16",
+         {0x1000, 0x160000, 32, 8, 8, 0, PEACH2_DESC_LAST | PEACH2_DESC_STRIDE_SRC},
+         PEACH2_ERR_DMA_ALIGN},
+        {"burst not x4",
+         {0x1000, 0x160000, 32, 6, 16, 0, PEACH2_DESC_LAST | PEACH2_DESC_STRIDE_DST},
+         PEACH2_ERR_DMA_ALIGN},
+        {"IMM of 6 bytes",
+         {1, 0x160000, 6, 0, 0, 0, PEACH2_DESC_LAST | PEACH2_DESC_IMM},
+         PEACH2_ERR_DMA_BAD_DESC},
+        {"source outside RAM",
+         {0x7ffff000, 0x160000, 64, 0, 0, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_DMA_READ},
+        {"no such node",
+         {0x1000, PEACH2_NODE_BASE(9), 64, 0, 0, 0, PEACH2_DESC_LAST},
+         PEACH2_ERR_NO_SUCH_NODE},
     };
     for (const auto& bc : cases) {
         const uint32_t count_before = errors(bc.code);
@@ -319,8 +340,9 @@ TEST_F(DmaTest, ChainLongerThanTheLimitEnds) {
     const uint64_t base = 0x100000;
     host.mem.resize(base + 32ull * (PEACH2_DMA_MAX_CHAIN + 2));
     for (uint64_t i = 0; i <= PEACH2_DMA_MAX_CHAIN; ++i)
-        host_desc(base + 32 * i, {0x1000, 0x50000, 4, 0, 0,
-                                  static_cast<uint32_t>(base + 32 * (i + 1)), PEACH2_DESC_NEXT_HOST});
+        host_desc(base + 32 * i,
+                  {0x1000, 0x50000, 4, 0, 0, static_cast<uint32_t>(base + 32 * (i + 1)),
+                   PEACH2_DESC_NEXT_HOST});
     dma.chain(kHost | base);
     dma.run();
     EXPECT_EQ(dma.code(), static_cast<uint32_t>(PEACH2_ERR_DMA_CHAIN_LONG));
@@ -341,7 +363,7 @@ TEST_F(DmaTest, BusyChannelRefusesStartsAndParameterChanges) {
 
 TEST_F(DmaTest, AbortStopsATransferMidway) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_TRUE(dma.busy());
     dma.w(PEACH2_DMA_CTRL, PEACH2_DMA_CTRL_ABORT);
     EXPECT_FALSE(dma.busy());
@@ -349,17 +371,17 @@ TEST_F(DmaTest, AbortStopsATransferMidway) {
     const uint32_t moved = dma.r(PEACH2_DMA_BYTES_LO);
     EXPECT_GT(moved, 0u);
     EXPECT_LT(moved, 2u << 20);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), moved);  // nothing after the abort
 }
 
 TEST_F(DmaTest, LongTransfersContinueAfterAPauseNotAtOnce) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
-    const int kicks = host.kicks;
-    peach2_core_flush(core.get());  // one bounded slice
+    const int services = host.services;
+    peach2_core_service(core.get());  // one bounded slice
     EXPECT_TRUE(dma.busy());
-    EXPECT_EQ(host.defers, 1);      // continue later, with the I/O lock free meanwhile
-    EXPECT_EQ(host.kicks, kicks);   // not straight away
+    EXPECT_EQ(host.defers, 1);           // continue later, with the I/O lock free meanwhile
+    EXPECT_EQ(host.services, services);  // not straight away
     dma.run();
     EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
     EXPECT_GE(host.defers, 3);
@@ -369,7 +391,7 @@ TEST_F(DmaTest, ResetStopsChannels) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
     peach2_core_reset(core.get());
     EXPECT_EQ(dma.status(), 0u);
-    peach2_core_flush(core.get());
+    peach2_core_service(core.get());
     EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), 0u);
 }
 
@@ -401,13 +423,13 @@ TEST(DmaRemote, LargeTransferFlowsWithBackpressureAndArrivesIntact) {
     const uint32_t len = 12 << 20;
     dma.reg_mode(0x100000, PEACH2_NODE_BASE(1) + 0x200000, len);
     for (int i = 0; i < 200; ++i)
-        peach2_core_flush(a.get());  // nobody drains the link yet
-    EXPECT_TRUE(dma.busy());         // paused, not failed
+        peach2_core_service(a.get());  // nobody drains the link yet
+    EXPECT_TRUE(dma.busy());           // paused, not failed
     EXPECT_EQ(reg(a.get(), PEACH2_REG_ERR_COUNT), 0u);
     const void* p = nullptr;
     EXPECT_LT(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p), size_t{6} << 20);
     while (dma.busy() || peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &p)) {
-        peach2_core_flush(a.get());
+        peach2_core_service(a.get());
         carry(a.get(), PEACH2_PORT_E, b.get(), PEACH2_PORT_W, accepted);
     }
     EXPECT_TRUE(accepted);

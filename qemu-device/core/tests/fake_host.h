@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "peach2_core.h"
+#include "packet.h"
 #include "peach2/peach2_hw.h"
+#include "peach2_core.h"
 
 namespace peach2::test {
 
@@ -19,7 +20,12 @@ struct FakeHost {
     std::vector<std::pair<uint64_t, size_t>> writes;  // (addr, len) of every DMA write
     std::vector<unsigned> irqs;
     std::vector<std::string> logs;
-    int kicks = 0;
+    struct Error {  // a peach2_core_error, kept
+        peach2_core_error e;
+        std::string what;
+    };
+    std::vector<Error> errors;
+    int services = 0;  // schedule_service() calls
     int defers = 0;
 
     peach2_core_host callbacks() {
@@ -40,10 +46,15 @@ struct FakeHost {
             std::memcpy(buf, self->mem.data() + addr, len);
             return 0;
         };
-        h.kick = [](void* o) { ++static_cast<FakeHost*>(o)->kicks; };
-        h.defer = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
+        h.schedule_service = [](void* o) { ++static_cast<FakeHost*>(o)->services; };
+        h.defer_service = [](void* o) { ++static_cast<FakeHost*>(o)->defers; };
         h.notify = [](void* o, unsigned v) { static_cast<FakeHost*>(o)->irqs.push_back(v); };
-        h.log = [](void* o, int, const char* m) { static_cast<FakeHost*>(o)->logs.emplace_back(m); };
+        h.log = [](void* o, int, const char* m) {
+            static_cast<FakeHost*>(o)->logs.emplace_back(m);
+        };
+        h.error = [](void* o, const peach2_core_error* e) {
+            static_cast<FakeHost*>(o)->errors.push_back({*e, e->what});
+        };
         return h;
     }
 };
@@ -96,10 +107,43 @@ inline size_t carry(peach2_core* from, unsigned fp, peach2_core* to, unsigned tp
     if (!n)
         return 0;
     // A copy: the receiver may queue new bytes on `from` while parsing.
-    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + n);
+    std::vector<uint8_t> bytes(static_cast<const uint8_t*>(buf),
+                               static_cast<const uint8_t*>(buf) + n);
     peach2_core_link_tx_consume(from, fp, n);
     accepted &= peach2_core_link_receive(to, tp, bytes.data(), bytes.size());
     return n;
+}
+
+// A link packet's header as a peer card sends it (node `src` to `dst`).
+inline peach2_pkt_hdr pkt_hdr(uint8_t type, uint16_t src, uint16_t dst, uint32_t len, uint64_t addr,
+                              uint32_t seq) {
+    return {.magic = PEACH2_PKT_MAGIC,
+            .version = PEACH2_PKT_VERSION,
+            .type = type,
+            .hops = 0,
+            .flags = 0,
+            .src_node = src,
+            .dst_node = dst,
+            .len = len,
+            .addr = addr,
+            .seq = seq,
+            .reserved = 0};
+}
+
+// Append the packet `hdr` + `payload` to a stream.
+inline void add_packet(std::vector<uint8_t>& stream, const peach2_pkt_hdr& hdr,
+                       std::span<const uint8_t> payload) {
+    encode_packet(hdr, payload, stream);
+}
+
+// A stream's start as node `node` (of 2) sends it from its port E: HELLO.
+inline std::vector<uint8_t> hello_from(uint32_t node) {
+    std::vector<uint8_t> stream;
+    add_packet(stream,
+               pkt_hdr(PEACH2_PKT_HELLO, static_cast<uint16_t>(node), static_cast<uint16_t>(node),
+                       sizeof(peach2_hello), 0, 0),
+               encode_hello({node, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}));
+    return stream;
 }
 
 }  // namespace peach2::test

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "fake_host.h"
-#include "util.h"
 #include "packet.h"
+#include "util.h"
 
 namespace peach2::test {
 namespace {
@@ -36,21 +36,27 @@ TEST(Fuzz, RandomRegisterCardMemoryAndWindowAccessesNeverCrash) {
             switch (r.below(6)) {
             case 0: peach2_core_reg_write(c.get(), r.below(0x2100), v, r.size()); break;
             case 1: peach2_core_reg_read(c.get(), r.below(0x2100), r.size()); break;
-            case 2: peach2_core_cardmem_write(c.get(), r.below(PEACH2_CARDMEM_SIZE + 16), v, r.size()); break;
-            case 3: peach2_core_window_write(c.get(), r.below(PEACH2_WINDOW_SIZE + 16), v, r.size()); break;
+            case 2:
+                peach2_core_cardmem_write(c.get(), r.below(PEACH2_CARDMEM_SIZE + 16), v, r.size());
+                break;
+            case 3:
+                peach2_core_window_write(c.get(), r.below(PEACH2_WINDOW_SIZE + 16), v, r.size());
+                break;
             case 4: peach2_core_window_read(c.get(), r.below(PEACH2_WINDOW_SIZE), r.size()); break;
-            case 5: peach2_core_flush(c.get()); break;
+            case 5: peach2_core_service(c.get()); break;
             }
             // DMA registers get extra attention: random descriptors and starts.
             if (r.below(50) == 0) {
                 const unsigned ch = static_cast<unsigned>(r.below(PEACH2_DMA_CHANNELS));
-                peach2_core_reg_write(c.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_LO),
-                                      r.below(2) ? r.below(1200) : (PEACH2_DMA_HEAD_HOST | r.below(2 << 20)), 8);
-                peach2_core_reg_write(c.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), 1u << r.below(3), 4);
+                peach2_core_reg_write(
+                    c.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_HEAD_LO),
+                    r.below(2) ? r.below(1200) : (PEACH2_DMA_HEAD_HOST | r.below(2 << 20)), 8);
+                peach2_core_reg_write(c.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL),
+                                      1u << r.below(3), 4);
             }
         }
         for (int i = 0; i < 2000; ++i)  // let every started DMA end
-            peach2_core_flush(c.get());
+            peach2_core_service(c.get());
         const void* buf = nullptr;
         peach2_core_link_tx_peek(c.get(), PEACH2_PORT_E, &buf);  // still consistent
         EXPECT_GT(reg(c.get(), PEACH2_REG_ERR_COUNT), 0u) << "seed " << seed;
@@ -70,14 +76,13 @@ TEST(Fuzz, MalformedLinkStreamsAreRefusedNeverApplied) {
         peach2_core_link_attach(c.get(), PEACH2_PORT_W);
         peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
         // A proper HELLO from node 0, then packets with one random field broken.
-        std::vector<uint8_t> stream;
-        peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_HELLO, 0, 0, 0, 0, 16, 0, 0, 0};
-        encode_packet(h, encode_hello({0, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}), stream);
+        std::vector<uint8_t> stream = hello_from(0);
         std::vector<uint8_t> payload(1 + r.below(PEACH2_PKT_MAX_PAYLOAD), 0xee);
-        peach2_pkt_hdr w{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_WRITE, 0, 0, 0, 1,
-                         static_cast<uint32_t>(payload.size()), PEACH2_NODE_BASE(1) + 0x1000, 1, 0};
         std::vector<uint8_t> bad;
-        encode_packet(w, payload, bad);
+        add_packet(bad,
+                   pkt_hdr(PEACH2_PKT_WRITE, 0, 1, static_cast<uint32_t>(payload.size()),
+                           PEACH2_NODE_BASE(1) + 0x1000, 1),
+                   payload);
         const size_t at = r.below(kHeaderSize);
         bad[at] ^= static_cast<uint8_t>(1 + r.below(255));
         stream.insert(stream.end(), bad.begin(), bad.end());
@@ -116,9 +121,7 @@ TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
         peach2_core_reg_write(c.get(), PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
         peach2_core_link_attach(c.get(), PEACH2_PORT_W);
         peach2_core_link_connected(c.get(), PEACH2_PORT_W, true);
-        std::vector<uint8_t> stream;
-        peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_HELLO, 0, 0, 0, 0, 16, 0, 0, 0};
-        encode_packet(h, encode_hello({0, 2, PEACH2_PORT_E, PEACH2_VERSION_MAJOR << 16}), stream);
+        std::vector<uint8_t> stream = hello_from(0);
         const unsigned n = 1 + static_cast<unsigned>(r.below(40));
         for (unsigned i = 0; i < n; ++i) {
             std::vector<uint8_t> payload(sizeof(peach2_rp_req));
@@ -128,11 +131,13 @@ TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
                 const uint64_t cpl = r.below(PEACH2_HOST_SIZE / 32) * 32;
                 std::memcpy(payload.data() + offsetof(peach2_rp_req, cpl), &cpl, 8);
             }
-            const uint64_t addr = r.below(8) ? PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF
-                                             : PEACH2_NODE_BASE(1) + r.below(PEACH2_SLICE_SIZE);
-            peach2_pkt_hdr w{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_RPREQ, 0, 0, 0, 1,
-                             static_cast<uint32_t>(payload.size()), addr, 1 + i, 0};
-            encode_packet(w, payload, stream);
+            const uint64_t addr =
+                r.below(8) ? PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF
+                           : PEACH2_NODE_BASE(1) + r.below(PEACH2_SLICE_SIZE);
+            add_packet(
+                stream,
+                pkt_hdr(PEACH2_PKT_RPREQ, 0, 1, static_cast<uint32_t>(payload.size()), addr, 1 + i),
+                payload);
         }
         for (size_t pos = 0; pos < stream.size();) {
             const size_t len = std::min<size_t>(1 + r.below(300), stream.size() - pos);
@@ -142,7 +147,9 @@ TEST(Fuzz, RandomReadProxyRequestsOnlyEverTouchTheRing) {
         }
         const uint32_t tail = reg(c.get(), PEACH2_REG_RP_TAIL);
         EXPECT_LE(tail, entries) << "seed " << seed;
-        EXPECT_EQ(tail + reg(c.get(), PEACH2_REG_RP_RX_REFUSED) + reg(c.get(), PEACH2_REG_RP_RX_DROPPED), n)
+        EXPECT_EQ(
+            tail + reg(c.get(), PEACH2_REG_RP_RX_REFUSED) + reg(c.get(), PEACH2_REG_RP_RX_DROPPED),
+            n)
             << "seed " << seed;
         for (size_t a = 0; a < host.mem.size(); ++a) {
             if (host.mem[a] != 0) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <initializer_list>
+
 namespace peach2 {
 namespace {
 
@@ -38,30 +41,48 @@ TEST(Packet, EncodeDecodeRoundTrip) {
     EXPECT_EQ(out[3], 0x54);
 }
 
-TEST(Packet, HeaderProblems) {
-    const auto good = write_hdr(0x1000, 8);
+// `good` is well formed; each change breaks it.
+void expect_each_breaks(const peach2_pkt_hdr& good,
+                        std::initializer_list<std::function<void(peach2_pkt_hdr&)>> changes) {
     EXPECT_FALSE(header_problem(good));
-    auto h = good; h.magic = 0; EXPECT_TRUE(header_problem(h));
-    h = good; h.version = 9; EXPECT_TRUE(header_problem(h));
-    h = good; h.flags = 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.reserved = 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.src_node = PEACH2_MAX_NODES; EXPECT_TRUE(header_problem(h));
-    h = good; h.type = 99; EXPECT_TRUE(header_problem(h));
-    h = good; h.len = 0; EXPECT_TRUE(header_problem(h));
-    h = good; h.len = PEACH2_PKT_MAX_PAYLOAD + 1; EXPECT_TRUE(header_problem(h));
-    h = good; h.addr = PEACH2_WINDOW_SIZE - 4; EXPECT_TRUE(header_problem(h));
-    h = good; h.addr = ~0ull; EXPECT_TRUE(header_problem(h));
-    h = good; h.type = PEACH2_PKT_HELLO; h.len = 3; EXPECT_TRUE(header_problem(h));
+    int i = 0;
+    for (const auto& change : changes) {
+        peach2_pkt_hdr h = good;
+        change(h);
+        EXPECT_TRUE(header_problem(h)) << "change " << i;
+        ++i;
+    }
+}
+
+TEST(Packet, HeaderProblems) {
+    expect_each_breaks(write_hdr(0x1000, 8),
+                       {
+                           [](auto& h) { h.magic = 0; },
+                           [](auto& h) { h.version = 9; },
+                           [](auto& h) { h.flags = 1; },
+                           [](auto& h) { h.reserved = 1; },
+                           [](auto& h) { h.src_node = PEACH2_MAX_NODES; },
+                           [](auto& h) { h.type = 99; },
+                           [](auto& h) { h.len = 0; },
+                           [](auto& h) { h.len = PEACH2_PKT_MAX_PAYLOAD + 1; },
+                           [](auto& h) { h.addr = PEACH2_WINDOW_SIZE - 4; },
+                           [](auto& h) { h.addr = ~0ull; },
+                           [](auto& h) {
+                               h.type = PEACH2_PKT_HELLO;
+                               h.len = 3;
+                           },
+                       });
 }
 
 TEST(Packet, ReadProxyRequestsAreExactly64Bytes) {
     auto h = write_hdr(PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF,
                        sizeof(peach2_rp_req));
     h.type = PEACH2_PKT_RPREQ;
-    EXPECT_FALSE(header_problem(h));
-    auto bad = h; bad.len = 63; EXPECT_TRUE(header_problem(bad));
-    bad = h; bad.len = 128; EXPECT_TRUE(header_problem(bad));
-    bad = h; bad.addr = PEACH2_WINDOW_SIZE; EXPECT_TRUE(header_problem(bad));
+    expect_each_breaks(h, {
+                              [](auto& b) { b.len = 63; },
+                              [](auto& b) { b.len = 128; },
+                              [](auto& b) { b.addr = PEACH2_WINDOW_SIZE; },
+                          });
 }
 
 TEST(Packet, HelloRoundTrip) {
@@ -106,7 +127,10 @@ TEST(PacketParser, ReassemblesAcrossArbitrarySplits) {
 TEST(PacketParser, GarbageFailsAndStaysFailedUntilReset) {
     PacketParser parser;
     int calls = 0;
-    const auto sink = [&](const peach2_pkt_hdr&, std::span<const uint8_t>) { ++calls; return true; };
+    const auto sink = [&](const peach2_pkt_hdr&, std::span<const uint8_t>) {
+        ++calls;
+        return true;
+    };
     std::vector<uint8_t> junk(64, 0xab);
     EXPECT_FALSE(parser.feed(junk, sink));
     EXPECT_NE(parser.error().find("magic"), std::string::npos);

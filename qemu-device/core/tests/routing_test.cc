@@ -10,8 +10,8 @@
 namespace peach2::test {
 namespace {
 
-constexpr uint64_t kImageAt = 0x80000;   // where the driver would put the image
-constexpr uint64_t kBufAt = 0x10000;     // a registered buffer on every node
+constexpr uint64_t kImageAt = 0x80000;  // where the driver would put the image
+constexpr uint64_t kBufAt = 0x10000;    // a registered buffer on every node
 
 struct Fabric {
     fw::Topology topo;
@@ -45,7 +45,7 @@ struct Fabric {
         for (bool moved = true; moved;) {
             moved = false;
             for (auto& c : cores)
-                peach2_core_flush(c.get());
+                peach2_core_service(c.get());
             for (const auto& c : topo.cables) {
                 moved |= move(c.node_a, c.port_a, c.node_b, c.port_b);
                 moved |= move(c.node_b, c.port_b, c.node_a, c.port_a);
@@ -65,7 +65,7 @@ struct Fabric {
         peach2_core_reg_write(core(node), PEACH2_REG_FW_LEN, image.size(), 4);
         peach2_core_reg_write(core(node), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
         EXPECT_EQ(reg(core(node), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_LOADING));
-        peach2_core_flush(core(node));
+        peach2_core_service(core(node));
         return reg(core(node), PEACH2_REG_FW_STATUS);
     }
     std::vector<uint8_t> image(uint32_t version = 3) {
@@ -101,7 +101,8 @@ TEST(Routing, FirmwareIsAppliedAndVisible) {
     }
     EXPECT_STREQ(topo, "ring:4");
     // The table is readable register by register, as the tools expect.
-    EXPECT_EQ(peach2_core_reg_read(f.core(2), PEACH2_REG_ROUTE(PEACH2_PORT_N, 0, PEACH2_ROUTE_BASE_LO), 8),
+    EXPECT_EQ(peach2_core_reg_read(f.core(2),
+                                   PEACH2_REG_ROUTE(PEACH2_PORT_N, 0, PEACH2_ROUTE_BASE_LO), 8),
               PEACH2_NODE_BASE(2));
 }
 
@@ -123,7 +124,8 @@ void all_pairs(Fabric& f, int max_hops) {
             std::memcpy(&got, f.hosts[b]->mem.data() + kBufAt + 8 * a, 8);
             ASSERT_EQ(got, value) << a << " -> " << b;
             // One link packet per cable crossed: the cards forwarded it.
-            EXPECT_EQ(f.link_tx_pkts() - before, static_cast<uint64_t>(hops[a][b])) << a << " -> " << b;
+            EXPECT_EQ(f.link_tx_pkts() - before, static_cast<uint64_t>(hops[a][b]))
+                << a << " -> " << b;
             worst = std::max(worst, hops[a][b]);
             ++pairs;
         }
@@ -151,8 +153,10 @@ TEST(Routing, ForwardingCardsCountTheTraffic) {
     peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(2) + kBufAt, 7, 8);
     f.pump();
     // 0 -> 1 -> 2 (tie at distance 2 goes E): node 1 received on W, sent on E.
-    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8), 2u);  // HELLO + data
-    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8), 2u);  // HELLO + data
+    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_RX_PKTS(PEACH2_PORT_W), 8),
+              2u);  // HELLO + data
+    EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8),
+              2u);  // HELLO + data
     EXPECT_EQ(f.hosts[2]->mem[kBufAt], 7);
 }
 
@@ -162,6 +166,10 @@ TEST(Routing, RefusedImagesHoldTheLinksDownUntilAGoodOne) {
     auto corrupt = img;
     corrupt[100] ^= 1;
     EXPECT_EQ(f.load(0, corrupt), static_cast<uint32_t>(PEACH2_FW_BAD_CRC));
+    ASSERT_FALSE(f.hosts[0]->errors.empty());
+    EXPECT_EQ(f.hosts[0]->errors.back().e.code, static_cast<uint32_t>(PEACH2_ERR_NONE));
+    EXPECT_EQ(f.hosts[0]->errors.back().e.fw_status, static_cast<uint32_t>(PEACH2_FW_BAD_CRC));
+    EXPECT_FALSE(f.hosts[0]->errors.back().e.counted);
     EXPECT_FALSE(reg(f.core(0), PEACH2_REG_LINK(0)) & PEACH2_LINK_UP);
     EXPECT_FALSE(reg(f.core(0), PEACH2_REG_LINK(1)) & PEACH2_LINK_UP);
     peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(1) + kBufAt, 9, 8);
@@ -196,12 +204,12 @@ TEST(Routing, EachKindOfBadImageHasItsStatus) {
     // Length 0, and an address outside memory.
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_LEN, 0, 4);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
-    peach2_core_flush(f.core(0));
+    peach2_core_service(f.core(0));
     EXPECT_EQ(reg(f.core(0), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_TRUNCATED));
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_ADDR_LO, 0x7ff00000, 8);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_LEN, img.size(), 4);
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
-    peach2_core_flush(f.core(0));
+    peach2_core_service(f.core(0));
     EXPECT_EQ(reg(f.core(0), PEACH2_REG_FW_STATUS), static_cast<uint32_t>(PEACH2_FW_READ_FAILED));
     peach2_core_reg_write(f.core(0), PEACH2_REG_FW_CMD, 5, 4);  // unknown command
     EXPECT_GE(reg(f.core(0), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_BAD_COMMAND)), 1u);

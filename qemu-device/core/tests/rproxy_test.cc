@@ -103,9 +103,15 @@ TEST_F(ReadProxy, FullRingIsAnsweredByTheCardWithRpFull) {
     EXPECT_EQ(c.status, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
     EXPECT_EQ(c.len, 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 1u);
-    // Flow control, not an error: no error interrupt per refused request.
+    // Flow control, not an error: no error interrupt per refused request,
+    // only a trace record (not counted).
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_RP_FULL), 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_ERR_COUNT), 0u);
+    ASSERT_EQ(hb.errors.size(), 1u);
+    EXPECT_EQ(hb.errors[0].e.code, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
+    EXPECT_FALSE(hb.errors[0].e.counted);
+    EXPECT_EQ(hb.errors[0].e.node, 0u);
+    EXPECT_EQ(hb.errors[0].e.value, 102u);  // the request's tag
     // The tag is written after the body, as its own write.
     ASSERT_GE(ha.writes.size(), 2u);
     EXPECT_EQ(ha.writes.back(), (std::pair<uint64_t, size_t>{0x3040 + 24, 8}));
@@ -185,7 +191,7 @@ TEST_F(ReadProxy, PioStoreToTheDoorbellIsRefused) {
     const peach2_rp_req forged = request(1, 0x3000);
     cpu_store(a.get(), PEACH2_NODE_BASE(1) + kDoorbell, reinterpret_cast<const uint8_t*>(&forged),
               sizeof(forged));
-    peach2_core_flush(a.get());
+    peach2_core_service(a.get());
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_GE(errors(b.get(), PEACH2_ERR_BAD_TARGET), 1u);
@@ -193,8 +199,8 @@ TEST_F(ReadProxy, PioStoreToTheDoorbellIsRefused) {
 
 TEST_F(ReadProxy, UnanswerableRequestIsDroppedAndCounted) {
     ring_setup(b.get(), 4);
-    send(a.get(), request(1, 0x3008), 1);             // completion not 32-byte aligned
-    send(a.get(), request(2, PEACH2_HOST_SIZE), 1);   // completion outside host memory
+    send(a.get(), request(1, 0x3008), 1);            // completion not 32-byte aligned
+    send(a.get(), request(2, PEACH2_HOST_SIZE), 1);  // completion outside host memory
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_DROPPED), 2u);
@@ -213,7 +219,8 @@ TEST_F(ReadProxy, RequestToItselfLoopsBackIntoItsOwnRing) {
 
 TEST_F(ReadProxy, SendToMissingNodeOrDownLinkReportsWhy) {
     send(a.get(), request(1, 0x3000), 7);
-    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT),
+              static_cast<uint32_t>(PEACH2_ERR_NO_SUCH_NODE));
     peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
     send(a.get(), request(2, 0x3000), 1);
     EXPECT_NE(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
@@ -229,7 +236,8 @@ TEST_F(ReadProxy, ProxyChannelSendsRepliesAndHasItsOwnVector) {
     peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
                           PEACH2_NODE_BASE(0) + 0x20000, 8);
     peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 256, 4);
-    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG,
+                          4);
     ASSERT_TRUE(pump());
     EXPECT_EQ(reg(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)), PEACH2_DMA_ST_DONE);
     EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_DMA(ch)), 1u);
@@ -242,17 +250,10 @@ TEST_F(ReadProxy, NeighbourCannotClaimAnotherSourceNode) {
     // hops 0 the source must be the neighbour itself, so the stream is dropped.
     ring_setup(b.get(), 4);
     peach2_rp_req r = request(1, 0x3000);
-    peach2_pkt_hdr h{};
-    h.type = PEACH2_PKT_RPREQ;
-    h.src_node = 5;
-    h.dst_node = 1;
-    h.len = sizeof(r);
-    h.addr = PEACH2_NODE_BASE(1) + kDoorbell;
-    h.magic = PEACH2_PKT_MAGIC;
-    h.version = PEACH2_PKT_VERSION;
-    h.seq = 1;  // after node 0's HELLO
-    std::vector<uint8_t> bytes;
-    encode_packet(h, {reinterpret_cast<const uint8_t*>(&r), sizeof(r)}, bytes);
+    std::vector<uint8_t> bytes;  // sequence 1: after node 0's HELLO
+    add_packet(bytes,
+               pkt_hdr(PEACH2_PKT_RPREQ, 5, 1, sizeof(r), PEACH2_NODE_BASE(1) + kDoorbell, 1),
+               {reinterpret_cast<const uint8_t*>(&r), sizeof(r)});
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
@@ -265,7 +266,8 @@ TEST_F(ReadProxy, InjectedStallHoldsTheProxyChannelUntilAborted) {
         peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_DST_LO),
                               PEACH2_NODE_BASE(0) + 0x20000, 8);
         peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_LEN), 64, 4);
-        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL), PEACH2_DMA_CTRL_START_REG, 4);
+        peach2_core_reg_write(b.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_CTRL),
+                              PEACH2_DMA_CTRL_START_REG, 4);
     };
     hb.mem[0x10000] = 0x5a;
     peach2_core_reg_write(b.get(), PEACH2_REG_FAULT_PROXY_STALL, 1, 4);

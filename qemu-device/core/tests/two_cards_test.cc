@@ -84,11 +84,9 @@ TEST_F(TwoCards, GarbageOnTheLinkIsReportedAndTheLinkRecovers) {
 
 TEST_F(TwoCards, ForgedWritesAreRejected) {
     // A well-formed WRITE with the wrong sequence number.
-    peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_WRITE, 0, 0, 0, 1, 4,
-                     PEACH2_NODE_BASE(1) + 0x20, 999, 0};
     const uint8_t payload[4] = {9, 9, 9, 9};
     std::vector<uint8_t> bytes;
-    encode_packet(h, payload, bytes);
+    add_packet(bytes, pkt_hdr(PEACH2_PKT_WRITE, 0, 1, 4, PEACH2_NODE_BASE(1) + 0x20, 999), payload);
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(hb.mem[0x20], 0);
     EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
@@ -97,11 +95,9 @@ TEST_F(TwoCards, ForgedWritesAreRejected) {
 TEST_F(TwoCards, WriteBeforeHelloIsRejected) {
     peach2_core_link_connected(b.get(), PEACH2_PORT_W, false);
     peach2_core_link_connected(b.get(), PEACH2_PORT_W, true);  // fresh stream, no HELLO yet
-    peach2_pkt_hdr h{PEACH2_PKT_MAGIC, PEACH2_PKT_VERSION, PEACH2_PKT_WRITE, 0, 0, 0, 1, 4,
-                     PEACH2_NODE_BASE(1) + 0x20, 0, 0};
     const uint8_t payload[4] = {9, 9, 9, 9};
     std::vector<uint8_t> bytes;
-    encode_packet(h, payload, bytes);
+    add_packet(bytes, pkt_hdr(PEACH2_PKT_WRITE, 0, 1, 4, PEACH2_NODE_BASE(1) + 0x20, 0), payload);
     EXPECT_FALSE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
     EXPECT_EQ(hb.mem[0x20], 0);
 }
@@ -128,13 +124,31 @@ TEST_F(TwoCards, PeerGoneMakesStoresFailVisibly) {
     peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
     EXPECT_FALSE(reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)) & PEACH2_LINK_UP);
     peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1), 1, 4);
-    peach2_core_flush(a.get());
+    peach2_core_service(a.get());
     EXPECT_EQ(errors(a.get(), PEACH2_ERR_LINK_DOWN), 1u);
+}
+
+// One signal for "send now": the port's bit in tx_pending(), also what a
+// store reports; queuing a packet never asks for the bottom half.
+TEST_F(TwoCards, QueuedPacketsShowInTxPendingOnly) {
+    const int services = ha.services;
+    EXPECT_EQ(peach2_core_tx_pending(a.get()), 0u);
+    EXPECT_EQ(peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1), 1, 4), PEACH2_WINDOW_WC_OPEN);
+    EXPECT_EQ(peach2_core_tx_pending(a.get()), 0u);  // still in the WC buffer
+    EXPECT_EQ(peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x100, 2, 4),
+              PEACH2_WINDOW_TX_PENDING | PEACH2_WINDOW_WC_OPEN);
+    peach2_core_close_write(a.get());
+    EXPECT_EQ(peach2_core_tx_pending(a.get()), 1u << PEACH2_PORT_E);
+    EXPECT_EQ(ha.services, services);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(peach2_core_tx_pending(a.get()), 0u);
+    EXPECT_EQ(hb.mem[0], 1);
+    EXPECT_EQ(hb.mem[0x100], 2);
 }
 
 TEST_F(TwoCards, QueuedBytesLostOnDisconnectAreCounted) {
     peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1), 1, 4);
-    peach2_core_flush(a.get());  // queued, not yet sent
+    peach2_core_service(a.get());  // queued, not yet sent
     peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
     EXPECT_EQ(errors(a.get(), PEACH2_ERR_LINK_DOWN), 1u);
 }
@@ -153,7 +167,7 @@ TEST(TwoCardsSmallQueue, OverflowDropsAndCounts) {
     ASSERT_TRUE(reg(a.get(), PEACH2_REG_LINK(0)) & PEACH2_LINK_UP);
     std::vector<uint8_t> data(4096, 1);
     cpu_store(a.get(), PEACH2_NODE_BASE(1), data.data(), data.size());
-    peach2_core_flush(a.get());
+    peach2_core_service(a.get());
     EXPECT_GT(reg(a.get(), PEACH2_REG_ERR_BY_CODE(PEACH2_ERR_TX_OVERFLOW)), 0u);
     EXPECT_LE(peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf), 1024u);
 }

@@ -64,20 +64,14 @@ static enum peach2_dma_rule check_xfer(const struct peach2_xfer *x, struct fake_
 				       struct fake_alloc **dstp)
 {
 	int imm = x->flags & PEACH2_XFER_IMM;
-	uint64_t sspan = x->len, dspan = x->len, span;
+	__u64 sspan, dspan;
 	struct fake_alloc *src = NULL, *dst = NULL;
 	enum peach2_dma_rule rule = peach2_xfer_rule(x);
 
+	if (!rule)
+		rule = peach2_xfer_spans(x, &sspan, &dspan);
 	if (rule)
 		return rule;
-	if (x->burst) {
-		if (peach2_stride_span(x->len, x->burst, x->gap, &span))
-			return PEACH2_DMA_RULE_TOO_LONG;
-		if (x->flags & PEACH2_XFER_STRIDE_SRC)
-			sspan = span;
-		if (x->flags & PEACH2_XFER_STRIDE_DST)
-			dspan = span;
-	}
 	if (!imm && !(src = find_alloc(x->src_handle)))
 		return PEACH2_DMA_RULE_NO_BUFFER;
 	if (x->dst_handle && !(dst = find_alloc(x->dst_handle)))
@@ -222,6 +216,17 @@ static int card_room(uint32_t flags, uint64_t descs)
 	       card_descs_used + descs <= PEACH2_DESC_MAX;
 }
 
+/* A list from user space (at @xfers): checked, counted, and room for it in
+ * descriptor RAM (ENOSPC), as the driver's prog_create does. */
+static int check_placeable(uint64_t xfers, uint32_t count, uint32_t flags, uint64_t *descs,
+			   struct peach2_xfer_refusal *why)
+{
+	int rc = check_list((const struct peach2_xfer *)(uintptr_t)xfers, count, flags, descs, why);
+	if (rc)
+		return rc;
+	return card_room(flags, *descs) ? 0 : -ENOSPC;
+}
+
 static int chain_create(struct peach2_chain_create *c)
 {
 	const uint32_t modes = PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE;
@@ -229,11 +234,9 @@ static int chain_create(struct peach2_chain_create *c)
 	if (c->reserved || c->refusal.bad_xfer || c->refusal.bad_rule || (c->flags & ~modes) || (c->flags & modes) == modes)
 		return -EINVAL;
 	const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)c->xfers;
-	int rc = check_list(x, c->count, c->flags, &descs, &c->refusal);
+	int rc = check_placeable(c->xfers, c->count, c->flags, &descs, &c->refusal);
 	if (rc)
 		return rc;
-	if (!card_room(c->flags, descs))
-		return -ENOSPC;
 	for (uint32_t i = 0; i < FAKE_CHAINS; ++i) {
 		if (chains[i].id)
 			continue;
@@ -302,13 +305,10 @@ static int dma_start(struct peach2_dma_start *s)
 			return -ENOENT;
 		run_list(c->x, c->count);
 	} else {
-		const struct peach2_xfer *x = (const struct peach2_xfer *)(uintptr_t)s->xfers;
-		int rc = check_list(x, s->count, s->flags, &descs, &s->refusal);
+		int rc = check_placeable(s->xfers, s->count, s->flags, &descs, &s->refusal);
 		if (rc)
 			return rc;
-		if (!card_room(s->flags, descs))
-			return -ENOSPC;
-		run_list(x, s->count);
+		run_list((const struct peach2_xfer *)(uintptr_t)s->xfers, s->count);
 	}
 	s->ticket = ++last_ticket;
 	s->status = 0;

@@ -1,8 +1,9 @@
-// Routing table registers and firmware loading (docs/hardware.md, "Routing",
-// "Firmware image"). The card is the authority on images: the driver only
-// hands one over; a refused image holds the links down.
+// Route table registers, firmware loading, the port for an address.
+#include "routing.h"
+
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "card.h"
 #include "fw_image.h"
@@ -15,8 +16,8 @@ constexpr uint64_t kRouteBase = PEACH2_REG_ROUTE(0, 0, 0);
 constexpr uint64_t kRouteEnd = PEACH2_REG_ROUTE(PEACH2_NR_PORTS, 0, 0);
 }  // namespace
 
-void Card::routing_reset() {
-    route_ctrl_ = 0;
+void Router::reset() {
+    ctrl_ = 0;
     for (auto& port : routes_)
         port.fill(RouteEntry{});
     fw_addr_ = 0;
@@ -26,20 +27,19 @@ void Card::routing_reset() {
     fw_entries_ = 0;
     fw_topology_.fill(0);
     fw_pending_ = false;
-    links_held_ = false;
 }
 
-bool Card::routing_reg_read(uint64_t off, uint32_t& v) const {
+bool Router::reg_read(uint64_t off, uint32_t& v) const {
     if (off >= kRouteBase && off < kRouteEnd) {
         const uint64_t rel = off - kRouteBase;
         const RouteEntry& e = routes_[rel / 0x40][(rel % 0x40) / 0x20];
         switch (rel % 0x20) {
-        case PEACH2_ROUTE_MASK_LO: v = static_cast<uint32_t>(e.mask); return true;
-        case PEACH2_ROUTE_MASK_HI: v = static_cast<uint32_t>(e.mask >> 32); return true;
-        case PEACH2_ROUTE_BASE_LO: v = static_cast<uint32_t>(e.base); return true;
-        case PEACH2_ROUTE_BASE_HI: v = static_cast<uint32_t>(e.base >> 32); return true;
-        case PEACH2_ROUTE_LIMIT_LO: v = static_cast<uint32_t>(e.limit); return true;
-        case PEACH2_ROUTE_LIMIT_HI: v = static_cast<uint32_t>(e.limit >> 32); return true;
+        case PEACH2_ROUTE_MASK_LO: v = lo32(e.mask); return true;
+        case PEACH2_ROUTE_MASK_HI: v = hi32(e.mask); return true;
+        case PEACH2_ROUTE_BASE_LO: v = lo32(e.base); return true;
+        case PEACH2_ROUTE_BASE_HI: v = hi32(e.base); return true;
+        case PEACH2_ROUTE_LIMIT_LO: v = lo32(e.limit); return true;
+        case PEACH2_ROUTE_LIMIT_HI: v = hi32(e.limit); return true;
         case PEACH2_ROUTE_FLAGS: v = e.flags; return true;
         default: return false;
         }
@@ -49,9 +49,9 @@ bool Card::routing_reg_read(uint64_t off, uint32_t& v) const {
         return true;
     }
     switch (off) {
-    case PEACH2_REG_ROUTE_CTRL: v = route_ctrl_; return true;
-    case PEACH2_REG_FW_ADDR_LO: v = static_cast<uint32_t>(fw_addr_); return true;
-    case PEACH2_REG_FW_ADDR_HI: v = static_cast<uint32_t>(fw_addr_ >> 32); return true;
+    case PEACH2_REG_ROUTE_CTRL: v = ctrl_; return true;
+    case PEACH2_REG_FW_ADDR_LO: v = lo32(fw_addr_); return true;
+    case PEACH2_REG_FW_ADDR_HI: v = hi32(fw_addr_); return true;
     case PEACH2_REG_FW_LEN: v = fw_len_; return true;
     case PEACH2_REG_FW_STATUS: v = fw_status_; return true;
     case PEACH2_REG_FW_VERSION: v = fw_version_; return true;
@@ -60,47 +60,45 @@ bool Card::routing_reg_read(uint64_t off, uint32_t& v) const {
     }
 }
 
-bool Card::routing_reg_write(uint64_t off, uint32_t val) {
+bool Router::reg_write(uint64_t off, uint32_t val) {
     if (off >= kRouteBase && off < kRouteEnd) {
         const uint64_t rel = off - kRouteBase;
         RouteEntry& e = routes_[rel / 0x40][(rel % 0x40) / 0x20];
-        const auto lo = [&](uint64_t& x) { x = (x & ~0xffffffffull) | val; };
-        const auto hi = [&](uint64_t& x) { x = (x & 0xffffffffull) | static_cast<uint64_t>(val) << 32; };
         switch (rel % 0x20) {
-        case PEACH2_ROUTE_MASK_LO: lo(e.mask); return true;
-        case PEACH2_ROUTE_MASK_HI: hi(e.mask); return true;
-        case PEACH2_ROUTE_BASE_LO: lo(e.base); return true;
-        case PEACH2_ROUTE_BASE_HI: hi(e.base); return true;
-        case PEACH2_ROUTE_LIMIT_LO: lo(e.limit); return true;
-        case PEACH2_ROUTE_LIMIT_HI: hi(e.limit); return true;
+        case PEACH2_ROUTE_MASK_LO: set_lo32(e.mask, val); return true;
+        case PEACH2_ROUTE_MASK_HI: set_hi32(e.mask, val); return true;
+        case PEACH2_ROUTE_BASE_LO: set_lo32(e.base, val); return true;
+        case PEACH2_ROUTE_BASE_HI: set_hi32(e.base, val); return true;
+        case PEACH2_ROUTE_LIMIT_LO: set_lo32(e.limit, val); return true;
+        case PEACH2_ROUTE_LIMIT_HI: set_hi32(e.limit, val); return true;
         case PEACH2_ROUTE_FLAGS: e.flags = val & PEACH2_ROUTE_VALID; return true;
         default: return false;
         }
     }
     switch (off) {
-    case PEACH2_REG_ROUTE_CTRL: route_ctrl_ = val & PEACH2_ROUTE_ENABLE; return true;
-    case PEACH2_REG_FW_ADDR_LO: fw_addr_ = (fw_addr_ & ~0xffffffffull) | val; return true;
-    case PEACH2_REG_FW_ADDR_HI:
-        fw_addr_ = (fw_addr_ & 0xffffffffull) | static_cast<uint64_t>(val) << 32;
-        return true;
+    case PEACH2_REG_ROUTE_CTRL: ctrl_ = val & PEACH2_ROUTE_ENABLE; return true;
+    case PEACH2_REG_FW_ADDR_LO: set_lo32(fw_addr_, val); return true;
+    case PEACH2_REG_FW_ADDR_HI: set_hi32(fw_addr_, val); return true;
     case PEACH2_REG_FW_LEN: fw_len_ = val; return true;
     case PEACH2_REG_FW_CMD:
         if (val != PEACH2_FW_CMD_LOAD || fw_pending_) {
-            raise_error(PEACH2_ERR_BAD_COMMAND, off, "firmware command " + std::to_string(val) +
-                                                         (fw_pending_ ? " while loading" : ""));
+            card_.raise_error(
+                PEACH2_ERR_BAD_COMMAND, off,
+                "firmware command " + std::to_string(val) + (fw_pending_ ? " while loading" : ""),
+                {.value = val});
             return true;
         }
         // Like DMA, the image is read in the bottom half, not in this write.
         fw_status_ = PEACH2_FW_LOADING;
         fw_pending_ = true;
-        kick();
+        card_.schedule_service();
         return true;
     default: return false;
     }
 }
 
 // First valid entry whose range holds the masked address: N, then E, W, S.
-std::optional<unsigned> Card::table_port(uint64_t addr) const {
+std::optional<unsigned> Router::table_port(uint64_t addr) const {
     for (unsigned p = PEACH2_PORT_N; p < PEACH2_NR_PORTS; ++p)
         for (const RouteEntry& e : routes_[p])
             if ((e.flags & PEACH2_ROUTE_VALID) && (addr & e.mask) >= e.base &&
@@ -109,7 +107,35 @@ std::optional<unsigned> Card::table_port(uint64_t addr) const {
     return std::nullopt;
 }
 
-void Card::fw_load() {
+std::optional<unsigned> Router::port_for(uint64_t addr, peach2_err& why) const {
+    if (!table_enabled())
+        return card_.links().port_to_neighbour(PEACH2_ADDR_NODE(addr), why);
+    std::optional<unsigned> port = table_port(addr);
+    why = PEACH2_ERR_NO_ROUTE;
+    if (port && *port != PEACH2_PORT_N && !card_.links().usable(*port)) {
+        why = PEACH2_ERR_LINK_DOWN;
+        port.reset();
+    }
+    return port;
+}
+
+void Router::service() {
+    if (fw_pending_)
+        load_firmware();
+}
+
+void Router::refuse_firmware(peach2_fw_status status, const std::string& why) {
+    fw_status_ = status;
+    const std::string what = std::string("firmware refused (") + peach2_fw_status_text(status) +
+                             "): " + why + "; links held down";
+    card_.report({PEACH2_ERR_NONE, status, false, fw_addr_, PEACH2_CORE_NONE, PEACH2_CORE_NONE,
+                  PEACH2_CORE_NONE, fw_len_, what.c_str()},
+                 PEACH2_LOG_GUEST_ERROR);
+    card_.links().hold(true);
+    card_.raise_interrupt(PEACH2_INT_ERROR);
+}
+
+void Router::load_firmware() {
     fw_pending_ = false;
     std::vector<uint8_t> image;
     fw::ParseResult r;
@@ -118,47 +144,36 @@ void Card::fw_load() {
         r.why = "image length " + std::to_string(fw_len_);
     } else {
         image.resize(fw_len_);
-        if (!host_.dma_read || host_.dma_read(host_.opaque, fw_addr_, image.data(), image.size()) != 0) {
+        if (!card_.host_read(fw_addr_, image.data(), image.size())) {
             r.status = PEACH2_FW_READ_FAILED;
             r.why = "cannot read " + std::to_string(fw_len_) + " bytes at " + hex(fw_addr_);
         } else {
-            r = fw::parse_for_node(image, cfg_.node_id, cfg_.node_count);
+            r = fw::parse_for_node(image, card_.cfg().node_id, card_.cfg().node_count);
         }
     }
     if (r.status != PEACH2_FW_OK) {
-        fw_status_ = r.status;
-        log(PEACH2_LOG_GUEST_ERROR, "peach2 node " + std::to_string(cfg_.node_id) +
-                                        ": firmware refused (" + peach2_fw_status_text(r.status) +
-                                        "): " + r.why + "; links held down");
-        if (!links_held_) {
-            links_held_ = true;
-            raise_interrupt(PEACH2_INT_LINK);
-        }
-        raise_interrupt(PEACH2_INT_ERROR);
+        refuse_firmware(r.status, r.why);
         return;
     }
     for (auto& port : routes_)
         port.fill(RouteEntry{});
     fw_entries_ = 0;
     for (const auto& e : r.image.entries) {
-        if (e.node != cfg_.node_id)
+        if (e.node != card_.cfg().node_id)
             continue;
         routes_[e.port][e.index] = RouteEntry{e.mask, e.base, e.limit, e.flags};
         ++fw_entries_;
     }
-    route_ctrl_ = PEACH2_ROUTE_ENABLE;
+    ctrl_ = PEACH2_ROUTE_ENABLE;
     fw_version_ = r.image.image_version;
     fw_topology_.fill(0);
     std::memcpy(fw_topology_.data(), r.image.topology.data(),
                 std::min<size_t>(r.image.topology.size(), fw_topology_.size() - 1));
     fw_status_ = PEACH2_FW_OK;
-    log(PEACH2_LOG_INFO, "firmware '" + r.image.topology + "' version " +
-                             std::to_string(fw_version_) + " applied: " +
-                             std::to_string(fw_entries_) + " routes");
-    if (links_held_) {
-        links_held_ = false;
-        raise_interrupt(PEACH2_INT_LINK);
-    }
+    card_.log(PEACH2_LOG_INFO, "firmware '" + r.image.topology + "' version " +
+                                   std::to_string(fw_version_) +
+                                   " applied: " + std::to_string(fw_entries_) + " routes");
+    card_.links().hold(false);
 }
 
 }  // namespace peach2

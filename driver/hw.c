@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PEACH2 emulated interconnect card: hardware helpers every part of the
+ * driver uses (register pairs, the inbound filter, port and link names).
+ * They need nothing but struct peach2_dev's registers, so dma.c, rproxy.c,
+ * buf.c and sysfs.c depend on this file and never on main.c.
+ */
+
+#include <linux/io.h>
+#include <linux/kernel.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+
+#include "peach2.h"
+
+/* A 64-bit counter as a LO/HI pair of 32-bit registers, without tearing. */
+u64 peach2_read64(struct peach2_dev *p2, u32 reg)
+{
+	u32 lo, hi, hi_before;
+
+	hi = readl(p2->regs + reg + 4);
+	do {
+		hi_before = hi;
+		lo = readl(p2->regs + reg);
+		hi = readl(p2->regs + reg + 4);
+	} while (hi != hi_before);
+
+	return (u64)hi << 32 | lo;
+}
+
+/*
+ * Tell the card's inbound filter about a range of our memory (PEACH2_IN_CMD_*).
+ * The card applies remote and loopback writes only inside registered
+ * ranges, so nothing but our buffers can be written through the window.
+ * Caller holds p2->lock for reading and has checked !p2->dead.
+ */
+int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
+{
+	u32 result;
+
+	mutex_lock(&p2->in_lock);
+	writel(lower_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_LO);
+	writel(upper_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_HI);
+	writel(lower_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_LO);
+	writel(upper_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_HI);
+	writel(cmd, p2->regs + PEACH2_REG_IN_CMD);
+	result = readl(p2->regs + PEACH2_REG_IN_RESULT);
+	mutex_unlock(&p2->in_lock);
+
+	if (result) {
+		dev_err(&p2->pdev->dev, "inbound filter refused command %u for %#llx+%#llx: %s\n",
+			cmd, base, size, peach2_err_name(result));
+		return -EIO;
+	}
+	return 0;
+}
+
+char peach2_port_name(u32 port)
+{
+	return port < PEACH2_NR_PORTS ? "NEWS"[port] : '?';
+}
+
+/* "up peer=<node> port=<E|W|S>", "connected" or "down", no newline. */
+int peach2_format_link(u32 link, char *buf, size_t size)
+{
+	u32 port, node;
+
+	if (link & PEACH2_LINK_UP) {
+		port = (link >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf;
+		node = link >> PEACH2_LINK_PEER_NODE_SHIFT;
+		return scnprintf(buf, size, "up peer=%u port=%c", node,
+				 peach2_port_name(port));
+	}
+	if (link & PEACH2_LINK_CONNECTED)
+		return scnprintf(buf, size, "connected");
+	return scnprintf(buf, size, "down");
+}

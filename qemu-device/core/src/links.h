@@ -1,0 +1,93 @@
+// The card's cabled ports E, W and S (docs/hardware.md §5): each a byte
+// stream the host carries (QEMU: a chardev), with the HELLO handshake,
+// in-order packets with sequence numbers, a bounded send queue and the
+// port's counters. N, the host side, is not a link: the Card counts it.
+//
+// Where later work goes: a per-output-port flow-control state (credits,
+// pause) belongs to Link and is checked in send() and backlogged(); another
+// transport (shared memory between QEMUs) replaces what the host does with
+// tx_peek/tx_consume/receive and needs nothing here but those calls; a trace
+// hook for packets goes in send() and on_packet(), the only ways in and out.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "byte_queue.h"
+#include "packet.h"
+#include "peach2_core.h"
+
+namespace peach2 {
+
+class Card;
+
+struct PortCounters {
+    uint64_t tx_pkts = 0, tx_bytes = 0, rx_pkts = 0, rx_bytes = 0;
+    // The counter registers (PEACH2_REG_CNT_BASE + stride * port + 8 * i).
+    uint32_t reg(uint64_t rel) const;
+};
+
+struct Link {
+    bool attached = false;   // has a transport (chardev)
+    bool connected = false;  // transport is connected
+    bool up = false;         // peer said HELLO
+    uint32_t peer_node = 0;
+    uint32_t peer_port = 0;
+    uint32_t tx_seq = 0;
+    uint32_t rx_seq = 0;
+    ByteQueue tx;
+    PacketParser rx;
+    PortCounters counters;
+    explicit Link(size_t limit) : tx(limit) {}
+};
+
+class Links {
+public:
+    Links(Card& card, const peach2_core_config& cfg);
+
+    // Device reset: counters and the firmware hold; the cables keep their
+    // state, so that one node's reboot does not disturb its peers.
+    void reset();
+
+    // The host's side of the cables (peach2_core.h).
+    void attach(unsigned port);
+    void connected(unsigned port, bool up);
+    bool receive(unsigned port, std::span<const uint8_t> bytes);
+    std::span<const uint8_t> tx_peek(unsigned port);
+    void tx_consume(unsigned port, size_t n);
+    unsigned tx_pending() const;  // bit (1 << port): bytes to send
+
+    // The card's side.
+    // Queue a packet on `port` (filled in: magic, version, seq). Returns
+    // PEACH2_ERR_NONE or TX_OVERFLOW (raised).
+    peach2_err send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
+    bool usable(unsigned port) const { return links_[port].up && !held_; }
+    // Default routing: the port whose link is up to exactly `node`; else
+    // nullopt with LINK_DOWN (some link is down) or NO_ROUTE in `why`.
+    std::optional<unsigned> port_to_neighbour(uint32_t node, peach2_err& why) const;
+    // A refused firmware image holds every link down (LINK interrupt on a
+    // change); a good one releases them.
+    void hold(bool held);
+    // Some send queue is so full that DMA should wait (flow control).
+    bool backlogged() const;
+    // LINK(E/W/S) and the counters of E, W, S.
+    bool reg_read(uint64_t off, uint32_t& v) const;
+
+private:
+    Link* link(unsigned port);  // nullptr unless E, W or S
+    void send_hello(unsigned port);
+    void down(unsigned port, const char* why);
+    bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
+    bool on_hello(unsigned port, std::span<const uint8_t> payload);
+    uint32_t link_reg(unsigned port) const;
+
+    Card& card_;
+    bool held_ = false;
+    std::array<Link, PEACH2_NR_PORTS> links_;  // index by port; N unused
+};
+
+const char* port_name(unsigned port);
+
+}  // namespace peach2
