@@ -19,6 +19,7 @@
 // Writes when their DMA run ended (the data left on the link, in order
 // with everything after it); Reads and atomics when the proxy answered.
 // Completions come out in posting order.
+#include <peach2/peach2_dma_rules.h>
 #include <peach2/peach2_hw.h>
 
 #include <algorithm>
@@ -69,8 +70,9 @@ ibv_wc_status dma_status(std::uint32_t card) noexcept {
     }
 }
 
+// The card's rules for a contiguous piece (peach2_dma_rules.h): zero-copy if they hold.
 bool dma_ok(std::uint64_t src, std::uint64_t dst, std::uint64_t len) noexcept {
-    return src % 4 == 0 && dst % 4 == 0 && len % 4 == 0 && ((src ^ dst) & 15) == 0 && len > 0;
+    return len > 0 && peach2_dma_align_rule(src, dst, len) == PEACH2_DMA_RULE_OK;
 }
 
 std::uint64_t global_of(const tcaHandle* h, std::uint64_t off) noexcept {
