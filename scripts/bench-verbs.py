@@ -17,6 +17,8 @@ put; RDMA Read >= 80 %. The exit status is non-zero if the cluster does not boot
 program fails, or a guest kernel reports a problem.
 """
 import argparse
+import csv
+import io
 import os
 import re
 import sys
@@ -55,21 +57,26 @@ def bw_row(out, size):
 
 
 def raw_anchors(c, quick):
+    """libtca's raw figures (tca_bench get, node 0 measuring, node 1 serving), from the
+    CSV node 0 writes (test,mode,size,count,min_us,median_us,p99_us,mb_per_s,verified)."""
     bench = ("--iters 30 --latency-bytes 4M --stream-bytes 32M" if quick
              else "--iters 300 --latency-bytes 32M --stream-bytes 128M")
     cmd = "tca_bench get --peer %d --sizes 8,1048576 " + bench
-    (rc0, out0), (rc1, out1) = c.run_all(lambda i: cmd % (1 - i), timeout=3600)
+    (rc0, out0), (rc1, out1) = c.run_all(
+        lambda i: cmd % (1 - i) + (" --csv /tmp/verbs-raw.csv" if i == 0 else ""), timeout=3600)
     if rc0 or rc1:
         raise RuntimeError("tca_bench get failed:\n%s\n%s" % (out0, out1))
-    rows = {}  # (test, size): [count, min_us, median_us, p99_us, MB/s, verified]
-    for line in out0.splitlines():
-        f = line.split()
-        if len(f) == 9 and f[0] in ("put_pio", "dma_put_stream", "get", "get_stream"):
-            rows[(f[0], int(f[2]))] = f[3:]
+    rc, text = c.run(0, "cat /tmp/verbs-raw.csv")
+    if rc:
+        raise RuntimeError("tca_bench get wrote no CSV:\n%s" % text)
+    rows = {(r["test"], int(r["size"])): r for r in csv.DictReader(io.StringIO(text))}
+
     def med(test, size):
-        return float(rows[(test, size)][2])
+        return float(rows[(test, size)]["median_us"])
+
     def mbs(test, size):
-        return float(rows[(test, size)][4])
+        return float(rows[(test, size)]["mb_per_s"])
+
     return {"put_pio_8": med("put_pio", 8), "dma_put_1m": mbs("dma_put_stream", 1048576),
             "get_8": med("get", 8), "get_stream_1m": mbs("get_stream", 1048576)}, out0
 
