@@ -63,29 +63,9 @@ static struct fake_name_table *table(uint32_t node)
 {
 	if (node >= PEACH2_MAX_NODES)
 		return NULL;
-	if (!tables[node]) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/names%u", getenv("TCA_FAKE_DIR"), node);
-		int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return NULL;
-		if (ftruncate(fd, sizeof(struct fake_name_table)) != 0) {
-			close(fd);
-			return NULL;
-		}
-		void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct fake_name_table),
-					  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		if (p == MAP_FAILED)
-			return NULL;
-		tables[node] = p;
-	}
+	if (!tables[node])
+		tables[node] = fake_shared_table("names", node, sizeof(struct fake_name_table));
 	return tables[node];
-}
-
-static int alive(int32_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 /* ---- PIN ---------------------------------------------------------------- */
@@ -165,7 +145,7 @@ static int do_publish(struct peach2_publish *r)
 	}
 	for (unsigned i = 0; i < FAKE_NAMES; ++i) {
 		struct fake_name *e = &t->e[i];
-		if (e->name && alive(e->pid))
+		if (e->name && fake_alive(e->pid))
 			continue;
 		memset(e, 0, sizeof *e);
 		e->kind = r->kind;
@@ -222,7 +202,7 @@ uint32_t fake_names_lookup(const struct peach2_rp_submit *s)
 	const struct fake_name *e = NULL;
 	for (unsigned i = 0; t && i < FAKE_NAMES; ++i)
 		if (s->key && __atomic_load_n(&t->e[i].name, __ATOMIC_ACQUIRE) == s->key &&
-		    t->e[i].kind == s->export_id && alive(t->e[i].pid))
+		    t->e[i].kind == s->export_id && fake_alive(t->e[i].pid))
 			e = &t->e[i];
 	if (!e)
 		return PEACH2_ERR_RP_NOT_EXPORTED;

@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +63,21 @@ static int open_shared(const char *kind, uint32_t n, uint64_t size)
 		fd = -1;
 	}
 	return fd;
+}
+
+void *fake_shared_table(const char *kind, uint32_t node, uint64_t size)
+{
+	int fd = open_shared(kind, node, size);
+	if (fd < 0)
+		return NULL;
+	void *p = raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int fake_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 static int is_fake_path(const char *path)

@@ -30,6 +30,11 @@ extern unsigned char *fake_window;
 int fake_reserve(uint64_t size, struct fake_alloc **out);
 /* An fd of this node's mem file (the caller closes it). */
 int fake_mem_fd(void);
+/* $TCA_FAKE_DIR/<kind><node>, @size bytes, mapped shared (every process of
+ * the fake cluster sees the same table); NULL on failure. */
+void *fake_shared_table(const char *kind, uint32_t node, uint64_t size);
+/* Whether process @pid (the owner of a table entry) still lives. */
+int fake_alive(int32_t pid);
 
 int fake_is_dma_ioctl(unsigned long req);
 /* 0 or -errno, like the driver. */

@@ -68,29 +68,9 @@ static struct fake_export_table *table(uint32_t node)
 {
 	if (node >= PEACH2_MAX_NODES)
 		return NULL;
-	if (!tables[node]) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/exports%u", getenv("TCA_FAKE_DIR"), node);
-		int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return NULL;
-		if (ftruncate(fd, sizeof(struct fake_export_table)) != 0) {
-			close(fd);
-			return NULL;
-		}
-		void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct fake_export_table),
-					  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		if (p == MAP_FAILED)
-			return NULL;
-		tables[node] = p;
-	}
+	if (!tables[node])
+		tables[node] = fake_shared_table("exports", node, sizeof(struct fake_export_table));
 	return tables[node];
-}
-
-static int alive(int32_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 int fake_rp_export(uint32_t buf, uint32_t flags, uint64_t offset, uint64_t len, uint32_t *id,
@@ -109,7 +89,7 @@ int fake_rp_export(uint32_t buf, uint32_t flags, uint64_t offset, uint64_t len, 
 		return -EINVAL;
 	for (unsigned i = 0; i < FAKE_EXPORTS; ++i) {
 		struct fake_export *e = &t->e[i];
-		if (e->id && alive(e->pid))
+		if (e->id && fake_alive(e->pid))
 			continue;
 		memset(e, 0, sizeof *e);
 		e->key = (uint32_t)random() ^ (uint32_t)getpid() << 8;
@@ -188,7 +168,7 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 		if (s->export_id && __atomic_load_n(&t->e[i].id, __ATOMIC_ACQUIRE) == s->export_id)
 			e = &t->e[i];
 	const uint32_t need = s->op == PEACH2_RP_OP_READ ? PEACH2_EXPORT_READ : PEACH2_EXPORT_ATOMIC;
-	if (!e || e->key != s->key || !(e->flags & need) || !alive(e->pid))
+	if (!e || e->key != s->key || !(e->flags & need) || !fake_alive(e->pid))
 		return PEACH2_ERR_RP_NOT_EXPORTED;
 	/* addr -> buffer offset through the chunk that holds it */
 	uint64_t boff = ~0ull;
