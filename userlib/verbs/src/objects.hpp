@@ -5,6 +5,7 @@
 // state is guarded by their context's Engine lock.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -73,6 +74,13 @@ struct RecvWr {
     std::uint64_t wr_id = 0;
     std::uint32_t nsge = 0;
     std::array<ibv_sge, kMaxSge> sge{};
+
+    RecvWr() = default;
+    // A posted WR whose num_sge was checked against the queue's max_sge.
+    explicit RecvWr(const ibv_recv_wr& wr)
+        : wr_id(wr.wr_id), nsge(static_cast<std::uint32_t>(wr.num_sge)) {
+        std::copy(wr.sg_list, wr.sg_list + wr.num_sge, sge.begin());
+    }
 };
 
 struct Srq {

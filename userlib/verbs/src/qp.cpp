@@ -356,11 +356,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
             *bad = wr;
             return err;
         }
-        RecvWr r;
-        r.wr_id = wr->wr_id;
-        r.nsge = static_cast<std::uint32_t>(wr->num_sge);
-        std::copy(wr->sg_list, wr->sg_list + wr->num_sge, r.sge.begin());
-        rq_.push_back(r);
+        rq_.emplace_back(*wr);
     }
     if (state() == IBV_QPS_ERR)
         flush();

@@ -109,11 +109,7 @@ int post_srq_recv(ibv_srq* abi, ibv_recv_wr* wr, ibv_recv_wr** bad) {
             *bad = wr;
             return err;
         }
-        RecvWr r;
-        r.wr_id = wr->wr_id;
-        r.nsge = static_cast<std::uint32_t>(wr->num_sge);
-        std::copy(wr->sg_list, wr->sg_list + wr->num_sge, r.sge.begin());
-        srq->wrs.push_back(r);
+        srq->wrs.emplace_back(*wr);
     }
     for (Qp* qp : e.qps)
         if (qp->srq() == srq)

@@ -52,25 +52,28 @@ namespace {
 const char* g_test = "?";
 bool g_server = false;
 
-[[noreturn]] void fail(const char* fmt, ...) {
+// The verdict line: "tca_verbs_check TEST: PASS|FAIL (server|client): message".
+void verdict(const char* what, const char* fmt, va_list ap) {
     char msg[512];
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    std::printf("tca_verbs_check %s: %s (%s): %s\n", g_test, what, g_server ? "server" : "client",
+                msg);
+    std::fflush(stdout);
+}
+
+[[noreturn]] void fail(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    verdict("FAIL", fmt, ap);
     va_end(ap);
-    std::printf("tca_verbs_check %s: FAIL (%s): %s\n", g_test, g_server ? "server" : "client", msg);
-    std::fflush(stdout);
     std::exit(1);
 }
 
 void pass(const char* fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    verdict("PASS", fmt, ap);
     va_end(ap);
-    std::printf("tca_verbs_check %s: PASS (%s): %s\n", g_test, g_server ? "server" : "client", msg);
-    std::fflush(stdout);
 }
 
 double now_s() {
