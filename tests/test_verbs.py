@@ -12,6 +12,7 @@ import re
 import pytest
 
 from peach2_testlib import check, wait_until
+from benchlib import tcp_pair  # scripts/, on the path through peach2_testlib
 
 pytestmark = pytest.mark.vm
 
@@ -20,26 +21,12 @@ _ports = iter(range(18700, 18900))
 
 
 def pair(c, cmd, timeout=300):
-    """`cmd -p PORT` on the server node, then `cmd -p PORT node1` on the client node once
-    the server listens. Both must exit 0. Returns (server output, client output)."""
-    port = next(_ports)
-    log = "/tmp/verbs_%d.srv" % port
-    # timeout(1): a server whose client never came does not outlive the test.
-    check(c, SERVER, "(timeout %d %s -p %d > %s 2>&1; echo rc=$? >> %s) &"
-          % (timeout, cmd, port, log, log))
-
-    def ready():
-        listening = c.run(SERVER, "ss -ltnH 'sport = :%d'" % port)[1].strip()
-        return listening or "rc=" in c.run(SERVER, "cat %s" % log)[1]
-
-    wait_until(ready, timeout=60, what="%s to listen on port %d" % (cmd.split()[0], port))
-    rc, out = c.run(CLIENT, "%s -p %d node%d" % (cmd, port, SERVER), timeout=timeout)
-    wait_until(lambda: "rc=" in c.run(SERVER, "cat %s" % log)[1], timeout=60,
-               what="the end of the server of %r" % cmd)
-    srv = check(c, SERVER, "cat %s; rm -f %s" % (log, log))
-    assert rc == 0, "client %r exited %d:\n%s\n--- server:\n%s" % (cmd, rc, out, srv)
-    assert "rc=0" in srv, "server %r failed:\n%s\n--- client:\n%s" % (cmd, srv, out)
-    return srv, out
+    """Server `cmd` on node 1, client `cmd node1` on node 0 (benchlib.tcp_pair); both must
+    exit 0. Returns (server output, client output)."""
+    rc_s, srv, rc_c, cli = tcp_pair(c, SERVER, CLIENT, cmd, next(_ports), timeout)
+    assert rc_c == 0, "client %r exited %d:\n%s\n--- server:\n%s" % (cmd, rc_c, cli, srv)
+    assert rc_s == 0, "server %r exited %d:\n%s\n--- client:\n%s" % (cmd, rc_s, srv, cli)
+    return srv, cli
 
 
 @pytest.mark.parametrize("node", [0, 1])
