@@ -141,6 +141,14 @@ public:
         if (!recv(p, n))
             fail("the peer closed the TCP connection");
     }
+    // Send ours, receive the peer's (QP numbers, PSNs, keys: a fixed-size struct).
+    template <class T>
+    T exchange(const T& mine) {
+        send(&mine, sizeof mine);
+        T peer{};
+        must_recv(&peer, sizeof peer);
+        return peer;
+    }
     void sync(std::uint32_t step) {
         send(&step, sizeof step);
         std::uint32_t got = 0;
@@ -490,9 +498,7 @@ void badwr_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d, 4, 4);
-    Dest mine = q.dest(d), peer;
-    link.send(&mine, sizeof mine);
-    link.must_recv(&peer, sizeof peer);
+    const Dest peer = link.exchange(q.dest(d));
     static unsigned char buf[4096];
     ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
     ibv_sge sge[3] = {{reinterpret_cast<std::uintptr_t>(buf), 8, mr->lkey},
@@ -569,9 +575,7 @@ void flush_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d, 16, 16);
-    Dest mine = q.dest(d), peer;
-    link.send(&mine, sizeof mine);
-    link.must_recv(&peer, sizeof peer);
+    const Dest peer = link.exchange(q.dest(d));
     q.connect(peer, 7, 1);
     static unsigned char buf[4096];
     ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
@@ -666,9 +670,7 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
     Dev d;
     Link link(server, port);
     Qp q(d, kWindow * 2, kWindow * 2);
-    Dest mine = q.dest(d), peer;
-    link.send(&mine, sizeof mine);
-    link.must_recv(&peer, sizeof peer);
+    const Dest peer = link.exchange(q.dest(d));
     // Slots 0..kWindow-1: Sends; kWindow..2*kWindow-1: Writes with Immediate.
     std::vector<unsigned char> buf(2 * kWindow * kMaxMsg);
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -777,9 +779,7 @@ void peer_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d);
-    Dest mine = q.dest(d), peer;
-    link.send(&mine, sizeof mine);
-    link.must_recv(&peer, sizeof peer);
+    const Dest peer = link.exchange(q.dest(d));
     q.connect(peer, 7, 1);
     static unsigned char buf[4096];
     ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
