@@ -19,6 +19,8 @@ PKGS=(
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
   # peach2-info (userlib/tools/info): libpci (lspci's library), JSON output
   libpci-dev nlohmann-json3-dev
+  # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs
+  libibverbs-dev ibverbs-utils perftest
   # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
   python3-matplotlib
   # static checkers for driver/
