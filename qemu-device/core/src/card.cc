@@ -221,11 +221,24 @@ void Card::service() {
 
 // ---- routing and delivery ------------------------------------------------------
 
-peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                              uint8_t hops, uint32_t src_node) {
+peach2_err Card::send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
+    const PacketId id{cfg_.node_id, node < next_number_.size() ? next_number_[node]++ : 0,
+                      PEACH2_PORT_N};
+    return route(type, addr, data, 0, id);
+}
+
+peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                              uint8_t hops, const PacketId& from) {
+    return route(type, addr, data, hops, from);
+}
+
+peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                       const PacketId& from) {
+    const uint32_t node = PEACH2_ADDR_NODE(addr);
+    const uint32_t src_node = from.src_node;
     if (!router_.table_enabled() && node == cfg_.node_id)
-        return deliver(type, addr, data, src_node);
+        return deliver(type, addr, data, from);
     if (node >= cfg_.node_count) {
         raise_error(
             PEACH2_ERR_NO_SUCH_NODE, addr,
@@ -241,7 +254,7 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     peach2_err why = PEACH2_ERR_NO_ROUTE;
     const std::optional<unsigned> port = router_.port_for(addr, why);
     if (port == PEACH2_PORT_N)
-        return deliver(type, addr, data, src_node);
+        return deliver(type, addr, data, from);
     if (!port) {
         raise_error(why, addr, "no usable port towards node " + std::to_string(node),
                     {.node = node});
@@ -253,14 +266,15 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
     hdr.addr = addr;
+    hdr.number = from.number;
     return links_.send(*port, hdr, data);
 }
 
 // A packet for this node: a read-proxy request for the doorbell, or a write.
 peach2_err Card::deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                         uint32_t src_node) {
+                         const PacketId& from) {
     if (type == PEACH2_PKT_RPREQ) {
-        rproxy_.receive(addr, src_node, data);
+        rproxy_.receive(addr, from, data);
         return PEACH2_ERR_NONE;
     }
     return deliver_write(addr, data);

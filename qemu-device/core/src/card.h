@@ -44,6 +44,15 @@ struct ErrorFacts {
     uint64_t value = 0;                   // size, length, command, ... (peach2_core.h)
 };
 
+// Who made a packet: its source node, its number in the source's stream to
+// the destination (peach2_pkt_hdr.number) and the port it came in by (N: made
+// by this card).
+struct PacketId {
+    uint32_t src_node = 0;
+    uint32_t number = 0;
+    unsigned in_port = PEACH2_PORT_N;
+};
+
 class Card {
 public:
     Card(const peach2_core_config& cfg, const peach2_core_host& host);
@@ -63,14 +72,17 @@ public:
 
     // ---- what the units share ----
     const peach2_core_config& cfg() const { return cfg_; }
-    // A packet that must reach the node `addr` decodes to: deliver it here
-    // or send it out of the port the route gives. Returns PEACH2_ERR_NONE,
-    // or the error it raised.
+    // A packet from link `from.in_port` (`hops` counts this card) that must
+    // reach the node `addr` decodes to: deliver it here or send it on out of
+    // the port the route gives. Returns PEACH2_ERR_NONE, or the error it
+    // raised.
     peach2_err route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                            uint8_t hops, uint32_t src_node);
-    // A write this card makes itself (DMA, the read proxy's answers).
+                            uint8_t hops, const PacketId& from);
+    // A packet this card makes itself (CPU stores, DMA, the read proxy):
+    // numbered in its stream to the destination node, then routed.
+    peach2_err send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data);
     peach2_err route_write(uint64_t addr, std::span<const uint8_t> data) {
-        return route_packet(PEACH2_PKT_WRITE, addr, data, 0, cfg_.node_id);
+        return send_packet(PEACH2_PKT_WRITE, addr, data);
     }
     // An error: counted, latched, logged, traced (host error()), ERROR
     // interrupt. `facts` fills the typed trace record.
@@ -105,8 +117,10 @@ private:
     bool unit_reg_read(uint64_t off, uint32_t& v) const;
     bool unit_reg_write(uint64_t off, uint32_t v);
     void combine(uint64_t off, uint64_t val, unsigned size);
+    peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                     const PacketId& from);
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                       uint32_t src_node);
+                       const PacketId& from);
     peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data);
     void update_irq();
 
@@ -126,6 +140,9 @@ private:
     PortCounters host_counters_;  // port N: rx = CPU stores in, tx = writes delivered
     std::vector<uint8_t> cardmem_;
     std::optional<OpenWrite> open_;
+    // The next packet number towards each node. Kept over a guest reset, like
+    // the links, so that numbers never repeat within a run.
+    std::array<uint32_t, PEACH2_MAX_NODES> next_number_{};
 
     Links links_;
     Router router_;

@@ -283,7 +283,7 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
         return false;
     }
     card_.route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1),
-                       hdr.src_node);
+                       {hdr.src_node, hdr.number, port});
     return true;
 }
 

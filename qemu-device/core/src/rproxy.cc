@@ -141,13 +141,14 @@ void ReadProxy::send(uint32_t node) {
         tx_result_ = PEACH2_ERR_NO_SUCH_NODE;
         return;
     }
-    tx_result_ = card_.route_packet(PEACH2_PKT_RPREQ, addr, tx_req_, 0, card_.cfg().node_id);
+    tx_result_ = card_.send_packet(PEACH2_PKT_RPREQ, addr, tx_req_);
     if (tx_result_ == PEACH2_ERR_NONE)
         sat_inc(tx_sent_);
 }
 
 // The doorbell: queue the request for the driver, or answer it right here.
-void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload) {
+void ReadProxy::receive(uint64_t addr, const PacketId& from, std::span<const uint8_t> payload) {
+    const uint32_t src_node = from.src_node;
     peach2_rp_req req{};
     if (PEACH2_ADDR_OFFSET(addr) != kDoorbell || payload.size() != sizeof(req)) {
         sat_inc(rx_dropped_);

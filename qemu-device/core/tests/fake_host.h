@@ -127,7 +127,7 @@ inline peach2_pkt_hdr pkt_hdr(uint8_t type, uint16_t src, uint16_t dst, uint32_t
             .len = len,
             .addr = addr,
             .seq = seq,
-            .reserved = 0};
+            .number = 0};
 }
 
 // Append the packet `hdr` + `payload` to a stream.
