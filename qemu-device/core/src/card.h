@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "card_trace.h"
 #include "dma.h"
 #include "inbound_filter.h"
 #include "links.h"
@@ -51,6 +52,14 @@ struct PacketId {
     uint32_t src_node = 0;
     uint32_t number = 0;
     unsigned in_port = PEACH2_PORT_N;
+};
+
+// Why this card makes a packet, as its trace record (PKT_SEND) says.
+struct Made {
+    trace::Origin origin = trace::Origin::Pio;
+    uint8_t channel = trace::kNoPort;  // DMA
+    uint64_t run = 0;                  // DMA: the run; RP_ANSWER: the request's tag
+    uint32_t desc = 0;                 // DMA: the descriptor's index in its run
 };
 
 class Card {
@@ -80,9 +89,14 @@ public:
                             uint8_t hops, const PacketId& from);
     // A packet this card makes itself (CPU stores, DMA, the read proxy):
     // numbered in its stream to the destination node, then routed.
-    peach2_err send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data);
-    peach2_err route_write(uint64_t addr, std::span<const uint8_t> data) {
-        return send_packet(PEACH2_PKT_WRITE, addr, data);
+    peach2_err send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                           const Made& why);
+    peach2_err route_write(uint64_t addr, std::span<const uint8_t> data, const Made& why) {
+        return send_packet(PEACH2_PKT_WRITE, addr, data, why);
+    }
+    // The number the next packet to `node` will carry.
+    uint32_t next_number(uint32_t node) const {
+        return node < next_number_.size() ? next_number_[node] : 0;
     }
     // An error: counted, latched, logged, traced (host error()), ERROR
     // interrupt. `facts` fills the typed trace record.
@@ -101,6 +115,12 @@ public:
     void defer_service();
     // The links' send queues drained below the DMA backlog.
     void links_drained();
+    // The event trace (off unless opened) and its delivery record, which
+    // the read proxy's doorbell also writes.
+    CardTrace& trace() { return trace_; }
+    bool trace_open(const std::string& path, uint32_t ring_records, std::string* err);
+    void trace_recv(trace::RecvKind kind, uint64_t addr, size_t len, const PacketId& from,
+                    peach2_err error, uint8_t op = 0, uint64_t tag = 0);
     std::span<const uint8_t> desc_ram() const {
         return {cardmem_.data() + PEACH2_DESC_RAM_OFF, PEACH2_DESC_MAX * PEACH2_DESC_SIZE};
     }
@@ -118,14 +138,16 @@ private:
     bool unit_reg_write(uint64_t off, uint32_t v);
     void combine(uint64_t off, uint64_t val, unsigned size);
     peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
-                     const PacketId& from);
+                     const PacketId& from, const Made* made);
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
                        const PacketId& from);
-    peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data);
+    peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);
+    peach2_err write_here(uint64_t addr, std::span<const uint8_t> data);
     void update_irq();
 
     const peach2_core_config cfg_;
     const peach2_core_host host_;
+    CardTrace trace_;
 
     // Identity and scratch are constants or trivial; these are the card's own.
     uint32_t scratch_ = 0;

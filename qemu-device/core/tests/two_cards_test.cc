@@ -72,9 +72,8 @@ TEST_F(TwoCards, PacketsCarryTheirNumberInTheSourcesStreamToTheirDestination) {
         const void* buf = nullptr;
         const size_t n = peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf);
         ASSERT_EQ(n, kHeaderSize + 8);
-        const peach2_pkt_hdr h =
-            decode_header(std::span<const uint8_t, kHeaderSize>(static_cast<const uint8_t*>(buf),
-                                                                kHeaderSize));
+        const peach2_pkt_hdr h = decode_header(
+            std::span<const uint8_t, kHeaderSize>(static_cast<const uint8_t*>(buf), kHeaderSize));
         EXPECT_EQ(h.number, i);
         EXPECT_EQ(h.src_node, 0u);
         peach2_core_link_tx_consume(a.get(), PEACH2_PORT_E, n);
