@@ -131,6 +131,23 @@ def test_no_device():
     assert set(parse_chardevs(argv)) == {"con", "cmd"}
 
 
+def test_trace_dir_goes_to_every_card(tmp_path):
+    d = tmp_path / "traces"
+    c = cm.Cluster(3, guest="busybox", trace=str(d), device_props=lambda i: (
+        {"trace": "/elsewhere"} if i == 2 else {}))
+    c.run_dir = RUN
+    assert [parse_device(c.argv(i)).get("trace") for i in range(3)] == [
+        str(d), str(d), "/elsewhere"]  # the caller's own property wins
+    c = cm.Cluster(2, guest="busybox", trace="rel/dir")
+    c.run_dir = RUN
+    assert parse_device(c.argv(0))["trace"] == os.path.abspath("rel/dir")
+    c = cm.Cluster(2, guest="busybox")
+    c.run_dir = RUN
+    assert "trace" not in parse_device(c.argv(0))  # off by default
+    with pytest.raises(ValueError, match="comma"):
+        cm.Cluster(2, guest="busybox", trace="/tmp/a,b")
+
+
 def test_bad_paths_rejected():
     with pytest.raises(cm.ClusterError):
         cm.qemu_argv(0, 2, "/tmp/a,b", "/q", "/k", "/i")
