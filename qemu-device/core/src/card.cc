@@ -306,8 +306,9 @@ peach2_err Card::deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> d
 }
 
 peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from) {
-    const bool mailbox = decode_global(addr, data.size()).region == Region::Mailbox;
-    const peach2_err e = write_here(addr, data);
+    const Decoded d = decode_global(addr, data.size());
+    const bool mailbox = d.region == Region::Mailbox;
+    const peach2_err e = write_here(d, addr, data);
     trace_recv(mailbox ? trace::RecvKind::Mailbox : trace::RecvKind::Memory, addr, data.size(),
                from, e);
     if (mailbox && e == PEACH2_ERR_NONE)
@@ -326,8 +327,7 @@ void Card::trace_recv(trace::RecvKind kind, uint64_t addr, size_t len, const Pac
 }
 
 // Apply a write for this node (the mailbox's interrupt is the caller's).
-peach2_err Card::write_here(uint64_t addr, std::span<const uint8_t> data) {
-    const Decoded d = decode_global(addr, data.size());
+peach2_err Card::write_here(const Decoded& d, uint64_t addr, std::span<const uint8_t> data) {
     switch (d.region) {
     case Region::Host:
         if (!inbound_.admits(d.offset, data.size())) {

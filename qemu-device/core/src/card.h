@@ -54,6 +54,8 @@ struct PacketId {
     unsigned in_port = PEACH2_PORT_N;
 };
 
+struct Decoded;  // address_map.h
+
 // Why this card makes a packet, as its trace record (PKT_SEND) says.
 struct Made {
     trace::Origin origin = trace::Origin::Pio;
@@ -142,7 +144,7 @@ private:
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
                        const PacketId& from);
     peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);
-    peach2_err write_here(uint64_t addr, std::span<const uint8_t> data);
+    peach2_err write_here(const Decoded& d, uint64_t addr, std::span<const uint8_t> data);
     void update_irq();
 
     const peach2_core_config cfg_;
