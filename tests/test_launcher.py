@@ -311,6 +311,23 @@ def test_cli_runs_command(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["i", "k"]  # no run dir left behind
 
 
+def test_cli_trace_creates_the_directory_and_names_the_model(tmp_path):
+    k, i = tmp_path / "k", tmp_path / "i"
+    k.write_text("k")
+    i.write_text("i")
+    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+               XDG_RUNTIME_DIR=str(tmp_path))
+    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    traces = tmp_path / "traces" / "run1"
+    r = subprocess.run([sys.executable, script, "--nodes", "2", "--guest", "busybox",
+                        "--trace", str(traces), "--", "true"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert traces.is_dir()
+    assert "peach2-model %s" % traces in r.stderr
+
+
 @pytest.mark.parametrize("sig", ["TERM", "HUP", "INT"])
 def test_cli_signal_cleans_up(tmp_path, sig):
     import signal
