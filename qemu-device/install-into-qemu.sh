@@ -25,6 +25,10 @@ put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
 # The firmware image parser: the card validates images with it.
 put "$top/firmware/lib/fw_image.cc" "$misc/peach2/fw_image.cc"
 put "$top/firmware/lib/fw_image.h" "$misc/peach2/fw_image.h"
+# The card trace's format and recorder (model/trace): the card records with them.
+for f in trace_format.h trace_format.cc trace_recorder.h trace_recorder.cc; do
+  put "$top/model/trace/$f" "$misc/peach2/$f"
+done
 for h in peach2_hw.h peach2_dma_rules.h; do
   put "$top/include/peach2/$h" "$misc/peach2/include/peach2/$h"
 done

@@ -11,6 +11,10 @@ Also measured, for context: a local DMA copy on one node (no link) and the PIO/D
 crossover that tcaPutAuto's threshold comes from. Writes build/bench/dma.csv, dma_local.csv
 and crossover.csv (scripts/plot-bench.py draws them).
 
+The run is traced (build/bench/trace-dma/, docs/trace-format.md; --no-trace: not) and
+every latency and stream row is printed again beside peach2-model's prediction for real
+PEACH2 cards and the papers' figure (scripts/benchmodel.py).
+
 Targets are reported, not asserted: >= 1 GB/s for 1 MiB transfers between the two VMs,
 and DMA 4 B latency <= 1.5 x PIO 4 B latency (same run). Exit status is non-zero if the
 cluster does not boot, a message is not verified, or a guest kernel reports a problem.
@@ -19,10 +23,12 @@ import argparse
 import csv
 import io
 import os
+import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchmodel  # noqa: E402
 from benchlib import bench_csv, kernels_clean, save_guest_csv  # noqa: E402
 from cluster import Cluster, ClusterError  # noqa: E402
 
@@ -48,26 +54,55 @@ def targets(rows):
     return out
 
 
+def predicted_table(trace_dir, rows, params):
+    """Print each row beside the model's prediction and the paper; False on failure."""
+    print("\n=== emulated wall clock / predicted for real PEACH2 / paper ===")
+    t0 = time.monotonic()
+    try:
+        report, ops = benchmodel.run_model(trace_dir, os.path.dirname(trace_dir))
+    except (RuntimeError, OSError) as e:
+        print("bench-dma: %s" % e)
+        return False
+    print(report.split("\n\n")[0])
+    predicted, missing = benchmodel.predict(ops, params)
+    for line in benchmodel.table(rows, predicted, benchmodel.paper_figures()):
+        print(line)
+    if missing:
+        print("not found among the model's operations: %s" % ", ".join(missing))
+    print("(latency one way, us; stream MB/s. Emulated: QEMU under TCG, traced. Predicted: "
+          "peach2-model %s, %.1f s, default profile.)" % (trace_dir, time.monotonic() - t0))
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations and bytes")
     ap.add_argument("--args", default="", help="extra tca_bench dma arguments (both nodes)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
+    ap.add_argument("--no-trace", action="store_true",
+                    help="do not trace the run (no predicted column)")
     args = ap.parse_args()
     csv_host = args.csv or bench_csv("dma.csv")
 
     def csv_dir(name):  # the other CSVs go beside the main one
         return os.path.join(os.path.dirname(csv_host), name)
+    # tca_bench dma's sizes (4 B .. 4 MiB by 4), and 8 B: the papers' minimum latencies.
+    sizes = sorted(benchmodel.Params().sizes + [8])
     if args.quick:
-        bench = "--iters 50 --latency-bytes 8M --stream-bytes 32M --pio-max 16K"
+        params = benchmodel.Params(sizes=sizes, iters=50, latency_bytes=8 * MIB,
+                                   stream_bytes=32 * MIB, pio_max=16384)
     else:
-        bench = "--iters 500 --latency-bytes 64M --stream-bytes 256M --pio-max 64K"
-    bench += " " + args.args
+        params = benchmodel.Params(sizes=sizes, iters=500, latency_bytes=64 * MIB,
+                                   stream_bytes=256 * MIB, pio_max=65536)
+    bench = params.args() + " " + args.args
+    trace_dir = None if args.no_trace else csv_dir("trace-dma")
+    if trace_dir:
+        shutil.rmtree(trace_dir, ignore_errors=True)
 
     ok = True
     t0 = time.monotonic()
     try:
-        with Cluster(2) as c:
+        with Cluster(2, trace=trace_dir) as c:
             print("cluster: 2 nodes ready in %.1f s" % (time.monotonic() - t0))
             print("node0 link E: %s" % c.run(0, "cat /sys/class/peach2/peach2-0/link_e")[1].strip())
             t1 = time.monotonic()
@@ -106,6 +141,8 @@ def main():
     except ClusterError as e:
         print("bench-dma: %s" % e, file=sys.stderr)
         return 1
+    if trace_dir and rows:
+        ok &= predicted_table(trace_dir, rows, params)
     print("\nbench-dma: %s" % ("PASS: every message verified" if ok else "FAIL"))
     return 0 if ok else 1
 

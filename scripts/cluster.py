@@ -636,7 +636,8 @@ class Cluster:
     def __init__(self, n, *, qemu=None, kernel=None, initrd=None, boot_timeout=120.0,
                  mem=256, device_props=None, qemu_args=None, append="", cables=None,
                  topology=None, transport="unix", guest=None, root_image=None, network=None,
-                 with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4):
+                 with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4,
+                 trace=None):
         """n: number of nodes (>= 1; the cabling needs >= 2).
         device_props: dict added to every node's -device peach2,... (overrides defaults),
             or a function node -> dict.
@@ -653,7 +654,9 @@ class Cluster:
         network: the management network (names node0.., peach2-rsh); default on for the
             Debian guest, off for busybox.
         with_device: False boots without the card (launcher experiments only).
-        keep: keep the run directory (logs) after stop(). verbose: progress on stderr."""
+        keep: keep the run directory (logs) after stop(). verbose: progress on stderr.
+        trace: a directory: every card records its transactions there (nodeN.p2trace,
+            docs/trace-format.md) for peach2-model; created if missing."""
         firmware = None
         if topology is not None:
             tn, cables, firmware = topology_plan(topology)
@@ -692,6 +695,11 @@ class Cluster:
         self.run_parent = run_parent
         self.verbose = verbose
         self.loglevel = loglevel
+        self.trace = None
+        if trace is not None:
+            self.trace = os.path.abspath(trace)
+            if "," in self.trace:  # -device splits properties at commas
+                raise ValueError("trace directory %r: no commas, please" % trace)
         # Chosen once, so that a restarted node gets the same ports.
         self.tcp_ports = free_tcp_ports(len(self.cables)) if transport == "tcp" else None
         self.run_dir = None
@@ -710,9 +718,12 @@ class Cluster:
         return v(i) if callable(v) else v
 
     def argv(self, i, boot=0):
+        props = dict(self._per_node(self.device_props, i) or {})
+        if self.trace:
+            props.setdefault("trace", self.trace)
         return qemu_argv(i, self.n, self.run_dir, self.qemu, self.kernel, self.initrd,
                          mem=self.mem, append_extra=self.append, cables=self.cables,
-                         device_props=self._per_node(self.device_props, i),
+                         device_props=props,
                          extra_args=self._per_node(self.qemu_args, i), boot=boot,
                          with_device=self.with_device, loglevel=self.loglevel,
                          tcp_ports=self.tcp_ports, root_image=self.root_image,
@@ -749,6 +760,8 @@ class Cluster:
     def start(self):
         """Launch every node and wait for all PEACH2-READY lines."""
         self._check_inputs()
+        if self.trace:
+            os.makedirs(self.trace, exist_ok=True)
         parent = self.run_parent or os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
         if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
             parent = "/tmp"
@@ -1131,6 +1144,10 @@ def main(argv=None):
                     help="extra property of -device peach2 (repeatable)")
     ap.add_argument("--qemu-arg", action="append", metavar="ARG",
                     help="extra QEMU argument (repeatable; e.g. --qemu-arg=-trace)")
+    ap.add_argument("--trace", metavar="DIR",
+                    help="every card records its transactions in DIR/nodeN.p2trace; then "
+                         "`build/model/peach2-model DIR` predicts the run's time on real "
+                         "PEACH2 (docs/timing-model.md)")
     ap.add_argument("--no-device", action="store_true", help="boot without the peach2 card")
     ap.add_argument("--status", action="store_true",
                     help="after the command (or right after boot if none): every node's "
@@ -1158,7 +1175,7 @@ def main(argv=None):
                 boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
                 device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],
                 with_device=not a.no_device, keep=a.keep, guest=a.guest,
-                root_image=a.root_image, network=a.network)
+                root_image=a.root_image, network=a.network, trace=a.trace)
     if a.print_cmdline:
         c.run_dir = "<run>"
         for i in range(c.n):
@@ -1186,6 +1203,9 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         return 130
+    if a.trace:
+        print("cluster.py: traces in %s; predict real PEACH2 time with: "
+              "build/model/peach2-model %s" % (c.trace, shlex.quote(c.trace)), file=sys.stderr)
     return rc
 
 

@@ -13,7 +13,7 @@ die() { say "error: $*"; exit 1; }
 
 # Hash of every file that goes into the QEMU binary from this tree.
 peach2_device_hash() {
-  (cd "$PEACH2_TOP" && find qemu-device include firmware/lib -type f \
+  (cd "$PEACH2_TOP" && find qemu-device include firmware/lib model/trace -type f \
      \( -name '*.c' -o -name '*.cc' -o -name '*.h' -o -name '*.build' -o -name 'Kconfig*' \
         -o -name 'trace-events' -o -name '*.patch' \) \
      -not -path '*/tests/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)

@@ -131,6 +131,23 @@ def test_no_device():
     assert set(parse_chardevs(argv)) == {"con", "cmd", "info"}
 
 
+def test_trace_dir_goes_to_every_card(tmp_path):
+    d = tmp_path / "traces"
+    c = cm.Cluster(3, guest="busybox", trace=str(d), device_props=lambda i: (
+        {"trace": "/elsewhere"} if i == 2 else {}))
+    c.run_dir = RUN
+    assert [parse_device(c.argv(i)).get("trace") for i in range(3)] == [
+        str(d), str(d), "/elsewhere"]  # the caller's own property wins
+    c = cm.Cluster(2, guest="busybox", trace="rel/dir")
+    c.run_dir = RUN
+    assert parse_device(c.argv(0))["trace"] == os.path.abspath("rel/dir")
+    c = cm.Cluster(2, guest="busybox")
+    c.run_dir = RUN
+    assert "trace" not in parse_device(c.argv(0))  # off by default
+    with pytest.raises(ValueError, match="comma"):
+        cm.Cluster(2, guest="busybox", trace="/tmp/a,b")
+
+
 def test_bad_paths_rejected():
     with pytest.raises(cm.ClusterError):
         cm.qemu_argv(0, 2, "/tmp/a,b", "/q", "/k", "/i")
@@ -292,6 +309,23 @@ def test_cli_runs_command(tmp_path):
     assert r.returncode == 1
     assert "[node1] (rc=1)" in r.stdout
     assert sorted(os.listdir(tmp_path)) == ["i", "k"]  # no run dir left behind
+
+
+def test_cli_trace_creates_the_directory_and_names_the_model(tmp_path):
+    k, i = tmp_path / "k", tmp_path / "i"
+    k.write_text("k")
+    i.write_text("i")
+    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+               XDG_RUNTIME_DIR=str(tmp_path))
+    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    traces = tmp_path / "traces" / "run1"
+    r = subprocess.run([sys.executable, script, "--nodes", "2", "--guest", "busybox",
+                        "--trace", str(traces), "--", "true"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert traces.is_dir()
+    assert "peach2-model %s" % traces in r.stderr
 
 
 @pytest.mark.parametrize("sig", ["TERM", "HUP", "INT"])

@@ -540,7 +540,10 @@ struct peach2_pkt_hdr {
 	peach2_u32 len;     /* payload bytes */
 	peach2_u64 addr;    /* WRITE: global address of the first byte */
 	peach2_u32 seq;     /* per link and direction, from 0 after HELLO */
-	peach2_u32 reserved; /* must be 0 */
+	peach2_u32 number;  /* end to end: the packet's number in the
+			     * src_node -> dst_node stream, set by the source
+			     * card and kept by every forwarding card (card
+			     * traces match a packet across nodes by it) */
 };
 
 struct peach2_hello {

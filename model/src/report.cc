@@ -209,7 +209,7 @@ bool write_ops_csv(const std::string& path, const Workload& w, const Prediction&
         path,
         [&](std::ostream& out) {
             out << "op,kind,node,peer,bytes,predicted_begin_us,predicted_end_us,predicted_us,"
-                   "emulated_us\n";
+                   "emulated_us,mode\n";
             for (size_t i = 0; i < w.ops.size(); ++i) {
                 const Op& op = w.ops[i];
                 const OpTiming& t = p.ops[i];
@@ -223,7 +223,7 @@ bool write_ops_csv(const std::string& path, const Workload& w, const Prediction&
                 out << ",";
                 if (op.t_host_end > op.t_host_begin)
                     out << fmt("%.3f", static_cast<double>(op.t_host_end - op.t_host_begin) / 1e3);
-                out << "\n";
+                out << "," << op_mode(w, op) << "\n";
             }
         },
         err);

@@ -16,6 +16,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
+#include "sysemu/sysemu.h"
 #include "sysemu/cpus.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
@@ -71,6 +72,10 @@ struct Peach2State {
     uint32_t node_id;
     uint32_t node_count;
     uint64_t tx_limit;
+    char *trace;            /* a file, or a directory for nodeN.p2trace */
+    uint32_t trace_ring;    /* records in the ring; 0: the core's default */
+    char *trace_file;       /* the file being written, NULL when off */
+    Notifier trace_exit;    /* QEMU exits without unrealizing: close then */
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -126,6 +131,11 @@ static void peach2_defer(void *opaque)
     }
     s->dma_burst_start = now + PEACH2_DMA_PAUSE_NS;
     timer_mod(s->dma_timer, s->dma_burst_start);
+}
+
+static uint64_t peach2_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
 static void peach2_notify(void *opaque, unsigned vector)
@@ -467,6 +477,63 @@ static const MemoryRegionOps peach2_window_ops = {
     PEACH2_ANY_ACCESS,
 };
 
+/* ---- card event trace (docs/trace-format.md) ---------------------------- */
+
+/*
+ * The core records into a bounded ring that a thread of its own drains to
+ * the file: a vCPU never waits for the disk, and a full ring drops events
+ * and counts them (the END record has the count; we say it here too).
+ */
+static bool peach2_trace_open(Peach2State *s, Error **errp)
+{
+    char why[256];
+
+    if (!s->trace || !*s->trace) {
+        return true;
+    }
+    if (g_file_test(s->trace, G_FILE_TEST_IS_DIR)) {
+        s->trace_file = g_strdup_printf("%s/node%u.p2trace", s->trace,
+                                        s->node_id);
+    } else {
+        s->trace_file = g_strdup(s->trace);
+    }
+    if (!peach2_core_trace_open(s->core, s->trace_file, s->trace_ring, why,
+                                sizeof(why))) {
+        error_setg(errp, "peach2: %s (trace=%s, trace-ring=%u)", why,
+                   s->trace, s->trace_ring);
+        g_free(s->trace_file);
+        s->trace_file = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void peach2_trace_close(Peach2State *s)
+{
+    uint64_t events, dropped;
+
+    if (!s->trace_file) {
+        return;
+    }
+    peach2_core_trace_stats(s->core, &events, &dropped);
+    peach2_core_trace_close(s->core);
+    if (dropped) {
+        warn_report("peach2 node %u: trace %s: %" PRIu64 " of %" PRIu64
+                    " events dropped (ring full); a larger trace-ring keeps "
+                    "them", s->node_id, s->trace_file, dropped, events);
+    } else {
+        info_report("peach2 node %u: trace %s: %" PRIu64 " events",
+                    s->node_id, s->trace_file, events);
+    }
+    g_free(s->trace_file);
+    s->trace_file = NULL;
+}
+
+static void peach2_trace_exit(Notifier *n, void *data)
+{
+    peach2_trace_close(container_of(n, Peach2State, trace_exit));
+}
+
 /* ---- device ------------------------------------------------------------ */
 
 static void peach2_realize(PCIDevice *pdev, Error **errp)
@@ -486,6 +553,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .notify = peach2_notify,
         .log = peach2_log,
         .error = peach2_error,
+        .now_ns = peach2_now_ns,
     };
     char why[256];
     unsigned i;
@@ -495,6 +563,15 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "peach2: %s (node-id=%u nodes=%u)", why,
                    s->node_id, s->node_count);
         return;
+    }
+    if (!peach2_trace_open(s, errp)) {
+        peach2_core_free(s->core);
+        s->core = NULL;
+        return;
+    }
+    if (s->trace_file) {
+        s->trace_exit.notify = peach2_trace_exit;
+        qemu_add_exit_notifier(&s->trace_exit);
     }
     s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
                                         &DEVICE(pdev)->mem_reentrancy_guard);
@@ -531,6 +608,10 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     if (msix_init(pdev, PEACH2_MSIX_VECTORS, &s->bar0, PEACH2_BAR_REGS,
                   PEACH2_MSIX_TABLE_OFF, &s->bar0, PEACH2_BAR_REGS,
                   PEACH2_MSIX_PBA_OFF, 0, errp)) {
+        if (s->trace_file) {
+            qemu_remove_exit_notifier(&s->trace_exit);
+            peach2_trace_close(s);
+        }
         peach2_core_free(s->core);
         s->core = NULL;
         qemu_bh_delete(s->service_bh);
@@ -582,6 +663,10 @@ static void peach2_exit(PCIDevice *pdev)
         timer_free(s->dma_timer);
         cpu_wc_flush_unregister(peach2_wc_fence, s);
     }
+    if (s->trace_file) {
+        qemu_remove_exit_notifier(&s->trace_exit);
+        peach2_trace_close(s);
+    }
     peach2_core_free(s->core);
     s->core = NULL;
 }
@@ -602,6 +687,8 @@ static Property peach2_properties[] = {
     DEFINE_PROP_CHR("port-w", Peach2State, ports[PEACH2_PORT_W].chr),
     DEFINE_PROP_CHR("port-s", Peach2State, ports[PEACH2_PORT_S].chr),
     DEFINE_PROP_UINT64("tx-limit", Peach2State, tx_limit, 0),
+    DEFINE_PROP_STRING("trace", Peach2State, trace),
+    DEFINE_PROP_UINT32("trace-ring", Peach2State, trace_ring, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -640,6 +727,12 @@ static void peach2_class_init(ObjectClass *klass, void *data)
         "chardev of the S port cable (joins two rings)");
     object_class_property_set_description(klass, "tx-limit",
         "bytes queued per link before packets are dropped (0: 64 MiB)");
+    object_class_property_set_description(klass, "trace",
+        "record the card's transactions for peach2-model: a file, or a "
+        "directory that gets nodeN.p2trace (docs/trace-format.md); off if unset");
+    object_class_property_set_description(klass, "trace-ring",
+        "records the trace keeps in memory before dropping (64 .. 4194304, "
+        "64 bytes each; 0: 65536)");
 }
 
 static const TypeInfo peach2_info = {

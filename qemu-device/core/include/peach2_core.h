@@ -77,6 +77,9 @@ typedef struct peach2_core_host {
 	void (*log)(void *opaque, int level, const char *msg);
 	/* An error condition, typed (peach2_core_error). May be NULL. */
 	void (*error)(void *opaque, const peach2_core_error *e);
+	/* The emulated clock in ns (QEMU: QEMU_CLOCK_VIRTUAL), for the card
+	 * trace's timestamps. May be NULL (timestamps 0). */
+	uint64_t (*now_ns)(void *opaque);
 } peach2_core_host;
 
 typedef struct peach2_core_config {
@@ -134,6 +137,25 @@ bool peach2_core_link_receive(peach2_core *core, unsigned port, const void *buf,
  * and its length (0 if none). Valid until the next call into the core. */
 size_t peach2_core_link_tx_peek(peach2_core *core, unsigned port, const void **buf);
 void peach2_core_link_tx_consume(peach2_core *core, unsigned port, size_t n);
+
+/*
+ * Card event trace for peach2-model (docs/trace-format.md): every packet the
+ * card originates, forwards and delivers, DMA runs and descriptors,
+ * interrupts and read-proxy requests, timestamped with now_ns(), into a
+ * bounded ring of ring_records records (0: the default, 65536 = 4 MiB) that
+ * a thread of the core drains to `path`. Off until opened; recording never
+ * blocks the caller: a full ring drops events and counts them (the END
+ * record says how many). Opening again replaces the trace. Returns false and
+ * writes a message to err if the file cannot be created or the ring size is
+ * out of range.
+ */
+bool peach2_core_trace_open(peach2_core *core, const char *path,
+			    uint32_t ring_records, char *err, size_t errlen);
+/* Drain the ring, write the END record, close the file (no-op if off). */
+void peach2_core_trace_close(peach2_core *core);
+/* Events recorded so far and how many of them the full ring dropped. */
+void peach2_core_trace_stats(peach2_core *core, uint64_t *events,
+			     uint64_t *dropped);
 
 #ifdef __cplusplus
 }

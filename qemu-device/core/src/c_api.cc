@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <string>
 #include <type_traits>
 
 #include "card.h"
@@ -131,6 +132,23 @@ size_t peach2_core_link_tx_peek(peach2_core* core, unsigned port, const void** b
 }
 void peach2_core_link_tx_consume(peach2_core* core, unsigned port, size_t n) {
     guarded(core, [&] { core->card.links().tx_consume(port, n); });
+}
+
+bool peach2_core_trace_open(peach2_core* core, const char* path, uint32_t ring_records, char* err,
+                            size_t errlen) {
+    std::string why = "peach2 core: out of memory";
+    const bool ok =
+        guarded(core, [&] { return core->card.trace_open(path ? path : "", ring_records, &why); });
+    if (!ok && err && errlen)
+        std::snprintf(err, errlen, "%s", why.c_str());
+    return ok;
+}
+void peach2_core_trace_close(peach2_core* core) {
+    guarded(core, [&] { core->card.trace().close(); });
+}
+void peach2_core_trace_stats(peach2_core* core, uint64_t* events, uint64_t* dropped) {
+    *events = core->card.trace().events();
+    *dropped = core->card.trace().dropped();
 }
 
 }  // extern "C"

@@ -20,6 +20,7 @@ bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || s
 Card::Card(const peach2_core_config& cfg, const peach2_core_host& host)
     : cfg_(cfg),
       host_(host),
+      trace_(host_),
       cardmem_(PEACH2_CARDMEM_SIZE, 0),
       links_(*this, cfg),
       router_(*this),
@@ -209,7 +210,7 @@ void Card::close_write() {
     open_.reset();
     sat_inc(host_counters_.rx_pkts);
     host_counters_.rx_bytes += w.data.size();
-    route_write(w.addr, w.data);
+    route_write(w.addr, w.data, {});
 }
 
 // Work that must not run inside a register write or a store: the bottom half.
@@ -221,11 +222,42 @@ void Card::service() {
 
 // ---- routing and delivery ------------------------------------------------------
 
-peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                              uint8_t hops, uint32_t src_node) {
+peach2_err Card::send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                             const Made& why) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
-    if (!router_.table_enabled() && node == cfg_.node_id)
-        return deliver(type, addr, data, src_node);
+    const PacketId id{cfg_.node_id, node < next_number_.size() ? next_number_[node]++ : 0,
+                      PEACH2_PORT_N};
+    return route(type, addr, data, 0, id, &why);
+}
+
+peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                              uint8_t hops, const PacketId& from) {
+    return route(type, addr, data, hops, from, nullptr);
+}
+
+// `made`: this card made the packet (PKT_SEND), else it came by a link
+// (PKT_FWD when it goes on).
+peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                       const PacketId& from, const Made* made) {
+    const uint32_t node = PEACH2_ADDR_NODE(addr);
+    const uint32_t src_node = from.src_node;
+    const auto sent = [&](unsigned port) {
+        trace_.record([&] {
+            const auto s = static_cast<uint16_t>(src_node), d = static_cast<uint16_t>(node);
+            const auto len = static_cast<uint32_t>(data.size());
+            const auto out = static_cast<uint8_t>(port);
+            if (!made)
+                return trace::pkt_fwd(static_cast<uint8_t>(from.in_port), out, addr, len, s, d,
+                                      from.number);
+            return trace::pkt_send(made->origin, out, addr, len, s, d, from.number, made->channel,
+                                   made->run, made->desc);
+        });
+    };
+    if (!router_.table_enabled() && node == cfg_.node_id) {
+        if (made)
+            sent(PEACH2_PORT_N);
+        return deliver(type, addr, data, from);
+    }
     if (node >= cfg_.node_count) {
         raise_error(
             PEACH2_ERR_NO_SUCH_NODE, addr,
@@ -240,8 +272,11 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     }
     peach2_err why = PEACH2_ERR_NO_ROUTE;
     const std::optional<unsigned> port = router_.port_for(addr, why);
-    if (port == PEACH2_PORT_N)
-        return deliver(type, addr, data, src_node);
+    if (port == PEACH2_PORT_N) {
+        if (made)
+            sent(PEACH2_PORT_N);
+        return deliver(type, addr, data, from);
+    }
     if (!port) {
         raise_error(why, addr, "no usable port towards node " + std::to_string(node),
                     {.node = node});
@@ -253,21 +288,46 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
     hdr.addr = addr;
-    return links_.send(*port, hdr, data);
+    hdr.number = from.number;
+    const peach2_err e = links_.send(*port, hdr, data);
+    if (e == PEACH2_ERR_NONE)
+        sent(*port);
+    return e;
 }
 
 // A packet for this node: a read-proxy request for the doorbell, or a write.
 peach2_err Card::deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                         uint32_t src_node) {
+                         const PacketId& from) {
     if (type == PEACH2_PKT_RPREQ) {
-        rproxy_.receive(addr, src_node, data);
+        rproxy_.receive(addr, from, data);
         return PEACH2_ERR_NONE;
     }
-    return deliver_write(addr, data);
+    return deliver_write(addr, data, from);
 }
 
-peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
+peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from) {
     const Decoded d = decode_global(addr, data.size());
+    const bool mailbox = d.region == Region::Mailbox;
+    const peach2_err e = write_here(d, addr, data);
+    trace_recv(mailbox ? trace::RecvKind::Mailbox : trace::RecvKind::Memory, addr, data.size(),
+               from, e);
+    if (mailbox && e == PEACH2_ERR_NONE)
+        raise_interrupt(PEACH2_INT_MAILBOX);
+    return e;
+}
+
+void Card::trace_recv(trace::RecvKind kind, uint64_t addr, size_t len, const PacketId& from,
+                      peach2_err error, uint8_t op, uint64_t tag) {
+    trace_.record([&] {
+        return trace::pkt_recv(kind, static_cast<uint8_t>(from.in_port), addr,
+                               static_cast<uint32_t>(len), static_cast<uint16_t>(from.src_node),
+                               static_cast<uint16_t>(cfg_.node_id), from.number,
+                               static_cast<uint8_t>(error), op, tag);
+    });
+}
+
+// Apply a write for this node (the mailbox's interrupt is the caller's).
+peach2_err Card::write_here(const Decoded& d, uint64_t addr, std::span<const uint8_t> data) {
     switch (d.region) {
     case Region::Host:
         if (!inbound_.admits(d.offset, data.size())) {
@@ -285,7 +345,6 @@ peach2_err Card::deliver_write(uint64_t addr, std::span<const uint8_t> data) {
         return PEACH2_ERR_NONE;
     case Region::Mailbox:
         std::copy(data.begin(), data.end(), cardmem_.begin() + PEACH2_MAILBOX_OFF + d.offset);
-        raise_interrupt(PEACH2_INT_MAILBOX);
         return PEACH2_ERR_NONE;
     case Region::Gpu:
         raise_error(PEACH2_ERR_NO_GPU, addr, "write to a GPU region", {.value = data.size()});
@@ -339,13 +398,18 @@ void Card::update_irq() {
     notified_ |= fresh;
     if (!host_.notify)
         return;
-    if (fresh & (PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX))
-        host_.notify(host_.opaque, PEACH2_INT_VECTOR_MISC);
+    const auto notify = [&](unsigned vector, uint32_t bits) {
+        trace_.record([&] { return trace::irq(static_cast<uint8_t>(vector), bits); });
+        host_.notify(host_.opaque, vector);
+    };
+    constexpr uint32_t kMisc = PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX;
+    if (fresh & kMisc)
+        notify(PEACH2_INT_VECTOR_MISC, fresh & kMisc);
     if (fresh & PEACH2_INT_RP)
-        host_.notify(host_.opaque, PEACH2_INT_VECTOR_RP);
+        notify(PEACH2_INT_VECTOR_RP, PEACH2_INT_RP);
     for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch)
         if (fresh & PEACH2_INT_DMA(ch))
-            host_.notify(host_.opaque, PEACH2_INT_VECTOR_DMA(ch));
+            notify(PEACH2_INT_VECTOR_DMA(ch), PEACH2_INT_DMA(ch));
 }
 
 void Card::log(int level, const std::string& msg) {
@@ -354,6 +418,14 @@ void Card::log(int level, const std::string& msg) {
 }
 
 // ---- the host ------------------------------------------------------------------
+
+// Start tracing; the links' states go first (the model's cabling).
+bool Card::trace_open(const std::string& path, uint32_t ring_records, std::string* err) {
+    if (!trace_.open(path, cfg_.node_id, cfg_.node_count, ring_records, err))
+        return false;
+    links_.trace_states();
+    return true;
+}
 
 bool Card::host_read(uint64_t addr, void* buf, size_t len) {
     return host_.dma_read && host_.dma_read(host_.opaque, addr, buf, len) == 0;

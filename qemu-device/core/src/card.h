@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "card_trace.h"
 #include "dma.h"
 #include "inbound_filter.h"
 #include "links.h"
@@ -42,6 +43,25 @@ struct ErrorFacts {
     uint32_t node = PEACH2_CORE_NONE;     // the other node
     uint32_t channel = PEACH2_CORE_NONE;  // the DMA channel
     uint64_t value = 0;                   // size, length, command, ... (peach2_core.h)
+};
+
+// Who made a packet: its source node, its number in the source's stream to
+// the destination (peach2_pkt_hdr.number) and the port it came in by (N: made
+// by this card).
+struct PacketId {
+    uint32_t src_node = 0;
+    uint32_t number = 0;
+    unsigned in_port = PEACH2_PORT_N;
+};
+
+struct Decoded;  // address_map.h
+
+// Why this card makes a packet, as its trace record (PKT_SEND) says.
+struct Made {
+    trace::Origin origin = trace::Origin::Pio;
+    uint8_t channel = trace::kNoPort;  // DMA
+    uint64_t run = 0;                  // DMA: the run; RP_ANSWER: the request's tag
+    uint32_t desc = 0;                 // DMA: the descriptor's index in its run
 };
 
 class Card {
@@ -63,14 +83,22 @@ public:
 
     // ---- what the units share ----
     const peach2_core_config& cfg() const { return cfg_; }
-    // A packet that must reach the node `addr` decodes to: deliver it here
-    // or send it out of the port the route gives. Returns PEACH2_ERR_NONE,
-    // or the error it raised.
+    // A packet from link `from.in_port` (`hops` counts this card) that must
+    // reach the node `addr` decodes to: deliver it here or send it on out of
+    // the port the route gives. Returns PEACH2_ERR_NONE, or the error it
+    // raised.
     peach2_err route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                            uint8_t hops, uint32_t src_node);
-    // A write this card makes itself (DMA, the read proxy's answers).
-    peach2_err route_write(uint64_t addr, std::span<const uint8_t> data) {
-        return route_packet(PEACH2_PKT_WRITE, addr, data, 0, cfg_.node_id);
+                            uint8_t hops, const PacketId& from);
+    // A packet this card makes itself (CPU stores, DMA, the read proxy):
+    // numbered in its stream to the destination node, then routed.
+    peach2_err send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
+                           const Made& why);
+    peach2_err route_write(uint64_t addr, std::span<const uint8_t> data, const Made& why) {
+        return send_packet(PEACH2_PKT_WRITE, addr, data, why);
+    }
+    // The number the next packet to `node` will carry.
+    uint32_t next_number(uint32_t node) const {
+        return node < next_number_.size() ? next_number_[node] : 0;
     }
     // An error: counted, latched, logged, traced (host error()), ERROR
     // interrupt. `facts` fills the typed trace record.
@@ -89,6 +117,12 @@ public:
     void defer_service();
     // The links' send queues drained below the DMA backlog.
     void links_drained();
+    // The event trace (off unless opened) and its delivery record, which
+    // the read proxy's doorbell also writes.
+    CardTrace& trace() { return trace_; }
+    bool trace_open(const std::string& path, uint32_t ring_records, std::string* err);
+    void trace_recv(trace::RecvKind kind, uint64_t addr, size_t len, const PacketId& from,
+                    peach2_err error, uint8_t op = 0, uint64_t tag = 0);
     std::span<const uint8_t> desc_ram() const {
         return {cardmem_.data() + PEACH2_DESC_RAM_OFF, PEACH2_DESC_MAX * PEACH2_DESC_SIZE};
     }
@@ -105,13 +139,17 @@ private:
     bool unit_reg_read(uint64_t off, uint32_t& v) const;
     bool unit_reg_write(uint64_t off, uint32_t v);
     void combine(uint64_t off, uint64_t val, unsigned size);
+    peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+                     const PacketId& from, const Made* made);
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                       uint32_t src_node);
-    peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data);
+                       const PacketId& from);
+    peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);
+    peach2_err write_here(const Decoded& d, uint64_t addr, std::span<const uint8_t> data);
     void update_irq();
 
     const peach2_core_config cfg_;
     const peach2_core_host host_;
+    CardTrace trace_;
 
     // Identity and scratch are constants or trivial; these are the card's own.
     uint32_t scratch_ = 0;
@@ -126,6 +164,9 @@ private:
     PortCounters host_counters_;  // port N: rx = CPU stores in, tx = writes delivered
     std::vector<uint8_t> cardmem_;
     std::optional<OpenWrite> open_;
+    // The next packet number towards each node. Kept over a guest reset, like
+    // the links, so that numbers never repeat within a run.
+    std::array<uint32_t, PEACH2_MAX_NODES> next_number_{};
 
     Links links_;
     Router router_;

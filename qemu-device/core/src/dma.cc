@@ -178,6 +178,13 @@ void DmaEngine::start(unsigned ch, bool reg_mode) {
     c.cur_loc = c.head;
     c.visited_card.assign(PEACH2_DESC_MAX, false);
     c.visited_host.clear();
+    c.run = runs_++;
+    card_.trace().record([&] {
+        const auto mode = reg_mode                          ? trace::DmaMode::Register
+                          : (c.head & PEACH2_DMA_HEAD_HOST) ? trace::DmaMode::ChainHost
+                                                            : trace::DmaMode::ChainCard;
+        return trace::dma_start(static_cast<uint8_t>(ch), mode, reg_mode ? 0 : c.head, c.run);
+    });
     if (reg_mode) {
         // Register mode is one descriptor that lives in the registers.
         c.cur = peach2_desc{c.src,
@@ -196,6 +203,7 @@ void DmaEngine::start(unsigned ch, bool reg_mode) {
             return;
         }
         c.have_desc = true;
+        trace_desc(ch);
     }
     card_.schedule_service();
 }
@@ -225,12 +233,30 @@ peach2_err DmaEngine::fetch(DmaChannel& c) {
     return validate(c.cur);
 }
 
+// The descriptor the channel is about to run (fetched or from the registers).
+void DmaEngine::trace_desc(unsigned ch) {
+    const DmaChannel& c = chans_[ch];
+    card_.trace().record([&] {
+        const auto where = c.reg_mode                           ? trace::DmaMode::Register
+                           : (c.cur_loc & PEACH2_DMA_HEAD_HOST) ? trace::DmaMode::ChainHost
+                                                                : trace::DmaMode::ChainCard;
+        return trace::dma_desc(static_cast<uint8_t>(ch), where, c.run, c.cur.src, c.cur.dst,
+                               c.cur.len, c.cur.burst, c.cur.gap, c.cur.flags);
+    });
+}
+
+// What the trace says a packet of channel ch's current descriptor is for.
+static Made made_by(unsigned ch, const DmaChannel& c) {
+    return {(c.cur.flags & PEACH2_DESC_IMM) ? trace::Origin::DmaImm : trace::Origin::Dma,
+            static_cast<uint8_t>(ch), c.run, c.done_descs};
+}
+
 // An IMM descriptor: its value, written at once. True when done.
 bool DmaEngine::step_imm(unsigned ch) {
     DmaChannel& c = chans_[ch];
     uint8_t value[8];
     store_le(value, c.cur.src, 8);
-    if (const peach2_err e = card_.route_write(c.cur.dst, {value, c.cur.len});
+    if (const peach2_err e = card_.route_write(c.cur.dst, {value, c.cur.len}, made_by(ch, c));
         e != PEACH2_ERR_NONE) {
         finish(ch, e);
         return false;
@@ -265,7 +291,8 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
             finish(ch, PEACH2_ERR_DMA_READ);
             return false;
         }
-        if (const peach2_err e = card_.route_write(dst, buf); e != PEACH2_ERR_NONE) {
+        if (const peach2_err e = card_.route_write(dst, buf, made_by(ch, c));
+            e != PEACH2_ERR_NONE) {
             finish(ch, e);
             return false;
         }
@@ -286,6 +313,7 @@ bool DmaEngine::step(unsigned ch, uint64_t& budget) {
             return false;
         }
         c.have_desc = true;
+        trace_desc(ch);
     }
     const bool done = (c.cur.flags & PEACH2_DESC_IMM) ? step_imm(ch) : step_data(ch, budget);
     if (!done)
@@ -337,6 +365,10 @@ void DmaEngine::finish(unsigned ch, peach2_err code) {
     c.have_desc = false;
     c.stalled = false;
     c.visited_host.clear();
+    card_.trace().record([&] {
+        return trace::dma_done(static_cast<uint8_t>(ch), c.run, static_cast<uint8_t>(code), c.bytes,
+                               c.done_descs);
+    });
     card_.raise_interrupt(PEACH2_INT_DMA(ch));
 }
 

@@ -38,6 +38,7 @@ struct DmaChannel {
     uint64_t cur_loc = 0;   // index, or host address | PEACH2_DMA_HEAD_HOST
     uint64_t progress = 0;  // bytes of `cur` done
     uint32_t fetched = 0;   // descriptors fetched in this run
+    uint64_t run = 0;       // the run's number on this card (trace records)
     std::vector<bool> visited_card;
     std::unordered_set<uint64_t> visited_host;
     bool busy() const { return status & PEACH2_DMA_ST_BUSY; }
@@ -66,11 +67,13 @@ private:
     bool step_imm(unsigned ch);
     bool step_data(unsigned ch, uint64_t& budget);
     peach2_err fetch(DmaChannel& c);
+    void trace_desc(unsigned ch);
     void finish(unsigned ch, peach2_err code);
 
     Card& card_;
     std::array<DmaChannel, PEACH2_DMA_ENGINES> chans_{};
     uint32_t fault_proxy_stall_ = 0;  // PEACH2_REG_FAULT_PROXY_STALL
+    uint64_t runs_ = 0;  // runs started; kept over a reset, so trace run numbers never repeat
 };
 
 }  // namespace peach2

@@ -188,6 +188,7 @@ void Links::down(unsigned port, const char* why) {
     if (l.up) {
         card_.log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " down: " + why);
         l.up = false;
+        trace_state(port);
         card_.raise_interrupt(PEACH2_INT_LINK);
     }
     if (!l.tx.empty()) {
@@ -197,6 +198,24 @@ void Links::down(unsigned port, const char* why) {
                           {.port = port, .value = l.tx.size()});
         l.tx.clear();
     }
+}
+
+// ---- tracing -----------------------------------------------------------------------
+
+void Links::trace_state(unsigned port) {
+    const Link& l = links_[port];
+    if (l.peer_port < PEACH2_PORT_E || l.peer_port > PEACH2_PORT_S)
+        return;  // no peer yet (or one that claimed port N): nothing to cable
+    card_.trace().record([&] {
+        return trace::link_state(
+            static_cast<uint8_t>(port), l.up, static_cast<uint16_t>(card_.cfg().node_id),
+            static_cast<uint16_t>(l.peer_node), static_cast<uint8_t>(l.peer_port));
+    });
+}
+
+void Links::trace_states() {
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p)
+        trace_state(p);
 }
 
 // ---- receiving ---------------------------------------------------------------------
@@ -242,6 +261,7 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
     l.peer_port = hello->port;
     card_.log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " up: peer node " +
                                    std::to_string(l.peer_node) + " port " + port_name(l.peer_port));
+    trace_state(port);
     card_.raise_interrupt(PEACH2_INT_LINK);
     return true;
 }
@@ -283,7 +303,7 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
         return false;
     }
     card_.route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1),
-                       hdr.src_node);
+                       {hdr.src_node, hdr.number, port});
     return true;
 }
 

@@ -74,6 +74,8 @@ public:
     bool backlogged() const;
     // LINK(E/W/S) and the counters of E, W, S.
     bool reg_read(uint64_t off, uint32_t& v) const;
+    // A LINK trace record for every link that has known a peer.
+    void trace_states();
 
 private:
     Link* link(unsigned port);  // nullptr unless E, W or S
@@ -82,6 +84,7 @@ private:
     bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
     bool on_hello(unsigned port, std::span<const uint8_t> payload);
     uint32_t link_reg(unsigned port) const;
+    void trace_state(unsigned port);
 
     Card& card_;
     bool held_ = false;

@@ -34,7 +34,7 @@ void encode_packet(const peach2_pkt_hdr& h, std::span<const uint8_t> payload,
     put_le<uint32_t>(b + 12, static_cast<uint32_t>(payload.size()));
     put_le<uint64_t>(b + 16, h.addr);
     put_le<uint32_t>(b + 24, h.seq);
-    put_le<uint32_t>(b + 28, h.reserved);
+    put_le<uint32_t>(b + 28, h.number);
     out.insert(out.end(), b, b + kHeaderSize);
     out.insert(out.end(), payload.begin(), payload.end());
 }
@@ -52,7 +52,7 @@ peach2_pkt_hdr decode_header(std::span<const uint8_t, kHeaderSize> bytes) {
     h.len = get_le<uint32_t>(b + 12);
     h.addr = get_le<uint64_t>(b + 16);
     h.seq = get_le<uint32_t>(b + 24);
-    h.reserved = get_le<uint32_t>(b + 28);
+    h.number = get_le<uint32_t>(b + 28);
     return h;
 }
 
@@ -61,7 +61,7 @@ std::optional<std::string> header_problem(const peach2_pkt_hdr& h) {
         return "bad magic " + std::to_string(h.magic);
     if (h.version != PEACH2_PKT_VERSION)
         return "unsupported packet version " + std::to_string(h.version);
-    if (h.flags != 0 || h.reserved != 0)
+    if (h.flags != 0)
         return "reserved header bits set";
     if (h.src_node >= PEACH2_MAX_NODES || h.dst_node >= PEACH2_MAX_NODES)
         return "node id out of range";

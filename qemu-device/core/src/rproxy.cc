@@ -141,15 +141,27 @@ void ReadProxy::send(uint32_t node) {
         tx_result_ = PEACH2_ERR_NO_SUCH_NODE;
         return;
     }
-    tx_result_ = card_.route_packet(PEACH2_PKT_RPREQ, addr, tx_req_, 0, card_.cfg().node_id);
+    card_.trace().record([&] {
+        peach2_rp_req req{};
+        std::memcpy(&req, tx_req_.data(), sizeof(req));
+        return trace::rp_request(req.op, static_cast<uint16_t>(card_.cfg().node_id),
+                                 static_cast<uint16_t>(node), req.addr, req.len, req.seq,
+                                 card_.next_number(node));
+    });
+    tx_result_ = card_.send_packet(PEACH2_PKT_RPREQ, addr, tx_req_, {trace::Origin::RpRequest});
     if (tx_result_ == PEACH2_ERR_NONE)
         sat_inc(tx_sent_);
 }
 
 // The doorbell: queue the request for the driver, or answer it right here.
-void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload) {
+void ReadProxy::receive(uint64_t addr, const PacketId& from, std::span<const uint8_t> payload) {
+    const uint32_t src_node = from.src_node;
     peach2_rp_req req{};
+    const auto received = [&](peach2_err e) {
+        card_.trace_recv(trace::RecvKind::RpRing, addr, payload.size(), from, e, req.op, req.seq);
+    };
     if (PEACH2_ADDR_OFFSET(addr) != kDoorbell || payload.size() != sizeof(req)) {
+        received(PEACH2_ERR_RP_BAD_PACKET);
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
                           "read-proxy request of " + std::to_string(payload.size()) +
@@ -162,6 +174,7 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
     // the rest.
     if (req.cpl % 32 || req.cpl >= PEACH2_HOST_SIZE || PEACH2_HOST_SIZE - req.cpl < 32 ||
         src_node >= card_.cfg().node_count) {
+        received(PEACH2_ERR_RP_BAD_PACKET);
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
                           "read-proxy request from node " + std::to_string(src_node) +
@@ -171,10 +184,12 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
     }
     req.src_node = static_cast<uint16_t>(src_node);
     if (!(ctrl_ & PEACH2_RP_ENABLE)) {
+        received(PEACH2_ERR_RP_OFF);
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_RP_OFF);
         return;
     }
     if (tail_ - head_ >= size_) {
+        received(PEACH2_ERR_RP_FULL);
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_RP_FULL);
         return;
     }
@@ -185,9 +200,11 @@ void ReadProxy::receive(uint64_t addr, uint32_t src_node, std::span<const uint8_
         card_.raise_error(PEACH2_ERR_DMA_WRITE, entry,
                           "host memory rejected a read-proxy ring entry",
                           {.node = src_node, .value = sizeof(raw)});
+        received(PEACH2_ERR_DMA_WRITE);
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_DMA_WRITE);
         return;
     }
+    received(PEACH2_ERR_NONE);
     ++tail_;
     sat_inc(rx_queued_);
     card_.raise_interrupt(PEACH2_INT_RP);
@@ -209,8 +226,9 @@ void ReadProxy::answer(uint32_t node, uint64_t cpl, uint64_t tag, peach2_err sta
     uint8_t tag_le[8];
     store_le(tag_le, tag, 8);
     const uint64_t at = PEACH2_NODE_BASE(node) + cpl;
-    if (card_.route_write(at, body) == PEACH2_ERR_NONE)
-        card_.route_write(at + kCplBody, tag_le);
+    const Made why{trace::Origin::RpAnswer, trace::kNoPort, tag};
+    if (card_.route_write(at, body, why) == PEACH2_ERR_NONE)
+        card_.route_write(at + kCplBody, tag_le, why);
 }
 
 }  // namespace peach2

@@ -15,13 +15,14 @@
 namespace peach2 {
 
 class Card;
+struct PacketId;
 
 class ReadProxy {
 public:
     explicit ReadProxy(Card& card) : card_(card) {}
 
     // An RPREQ packet for this node (its address: the doorbell, it says).
-    void receive(uint64_t addr, uint32_t src_node, std::span<const uint8_t> payload);
+    void receive(uint64_t addr, const PacketId& from, std::span<const uint8_t> payload);
 
     // Reset: ring off, counters 0. Registers: RP_* (0x700 ...).
     void reset();

@@ -27,6 +27,7 @@ struct FakeHost {
     std::vector<Error> errors;
     int services = 0;  // schedule_service() calls
     int defers = 0;
+    uint64_t clock_ns = 1000;  // the emulated clock: 10 ns per reading
 
     peach2_core_host callbacks() {
         peach2_core_host h{};
@@ -55,6 +56,7 @@ struct FakeHost {
         h.error = [](void* o, const peach2_core_error* e) {
             static_cast<FakeHost*>(o)->errors.push_back({*e, e->what});
         };
+        h.now_ns = [](void* o) { return static_cast<FakeHost*>(o)->clock_ns += 10; };
         return h;
     }
 };
@@ -127,7 +129,7 @@ inline peach2_pkt_hdr pkt_hdr(uint8_t type, uint16_t src, uint16_t dst, uint32_t
             .len = len,
             .addr = addr,
             .seq = seq,
-            .reserved = 0};
+            .number = 0};
 }
 
 // Append the packet `hdr` + `payload` to a stream.

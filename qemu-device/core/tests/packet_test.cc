@@ -60,7 +60,6 @@ TEST(Packet, HeaderProblems) {
                            [](auto& h) { h.magic = 0; },
                            [](auto& h) { h.version = 9; },
                            [](auto& h) { h.flags = 1; },
-                           [](auto& h) { h.reserved = 1; },
                            [](auto& h) { h.src_node = PEACH2_MAX_NODES; },
                            [](auto& h) { h.type = 99; },
                            [](auto& h) { h.len = 0; },

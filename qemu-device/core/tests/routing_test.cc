@@ -1,11 +1,15 @@
 // Many cards in one process, cabled like a cluster, routing from firmware.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "fake_host.h"
 #include "fw_image.h"
 #include "topology.h"
+#include "trace_reader.h"
 
 namespace peach2::test {
 namespace {
@@ -158,6 +162,54 @@ TEST(Routing, ForwardingCardsCountTheTraffic) {
     EXPECT_EQ(peach2_core_reg_read(f.core(1), PEACH2_REG_TX_PKTS(PEACH2_PORT_E), 8),
               2u);  // HELLO + data
     EXPECT_EQ(f.hosts[2]->mem[kBufAt], 7);
+}
+
+// The trace of a forwarded packet: sent on 0, forwarded on 1 (W in, E out),
+// received on 2, all under the number node 0 gave it.
+TEST(Routing, ForwardedPacketsKeepTheirNumberInEveryCardsTrace) {
+    Fabric f("ring:4");
+    const auto img = f.image();
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("peach2-fwd-trace-" + std::to_string(getpid())))
+            .string();
+    std::filesystem::create_directories(dir);
+    for (uint32_t i = 0; i < 4; ++i) {
+        ASSERT_EQ(f.load(i, img), static_cast<uint32_t>(PEACH2_FW_OK));
+        const std::string path = dir + "/" + trace::file_name(i);
+        ASSERT_TRUE(peach2_core_trace_open(f.core(i), path.c_str(), 0, nullptr, 0));
+    }
+    peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(2) + kBufAt, 7, 8);
+    peach2_core_close_write(f.core(0));
+    peach2_core_window_write(f.core(0), PEACH2_NODE_BASE(2) + kBufAt + 0x100, 8, 8);
+    f.pump();
+    std::vector<trace::TraceFile> t;
+    for (uint32_t i = 0; i < 4; ++i) {
+        peach2_core_trace_close(f.core(i));
+        std::string err;
+        auto file = trace::read_file(dir + "/" + trace::file_name(i), {}, &err);
+        ASSERT_TRUE(file) << err;
+        t.push_back(std::move(*file));
+    }
+    std::filesystem::remove_all(dir);
+    const auto find = [](const trace::TraceFile& tf, trace::Type type, uint64_t id) {
+        return std::find_if(tf.records.begin(), tf.records.end(), [&](const trace::Record& r) {
+            return r.type == type && r.src_node == 0 && r.dst_node == 2 && r.id == id;
+        });
+    };
+    for (uint64_t id = 0; id < 2; ++id) {
+        const auto sent = find(t[0], trace::Type::PktSend, id);
+        ASSERT_NE(sent, t[0].records.end());
+        EXPECT_EQ(sent->port, PEACH2_PORT_E);
+        const auto fwd = find(t[1], trace::Type::PktFwd, id);
+        ASSERT_NE(fwd, t[1].records.end());
+        EXPECT_EQ(fwd->port, PEACH2_PORT_W);  // in
+        EXPECT_EQ(fwd->unit, PEACH2_PORT_E);  // out
+        EXPECT_EQ(fwd->addr, sent->addr);
+        const auto recv = find(t[2], trace::Type::PktRecv, id);
+        ASSERT_NE(recv, t[2].records.end());
+        EXPECT_EQ(recv->port, PEACH2_PORT_W);
+        EXPECT_EQ(find(t[3], trace::Type::PktFwd, id), t[3].records.end());
+    }
 }
 
 TEST(Routing, RefusedImagesHoldTheLinksDownUntilAGoodOne) {

@@ -60,6 +60,26 @@ TEST_F(TwoCards, RemoteStoreReportsQueuedPacketsToTheCaller) {
     EXPECT_EQ(hb.mem[0x900], 2);
 }
 
+TEST_F(TwoCards, PacketsCarryTheirNumberInTheSourcesStreamToTheirDestination) {
+    // Numbers count per destination from 0 and survive a guest reset (they
+    // name packets across the nodes' traces).
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(0) + 0x40, 1, 8);  // to itself: 0 -> 0
+    for (uint64_t i = 0; i < 3; ++i) {
+        if (i == 2)
+            peach2_core_reset(a.get());
+        peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x100 * i, i, 8);
+        peach2_core_close_write(a.get());
+        const void* buf = nullptr;
+        const size_t n = peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf);
+        ASSERT_EQ(n, kHeaderSize + 8);
+        const peach2_pkt_hdr h = decode_header(
+            std::span<const uint8_t, kHeaderSize>(static_cast<const uint8_t*>(buf), kHeaderSize));
+        EXPECT_EQ(h.number, i);
+        EXPECT_EQ(h.src_node, 0u);
+        peach2_core_link_tx_consume(a.get(), PEACH2_PORT_E, n);
+    }
+}
+
 TEST_F(TwoCards, MailboxIsRemotelyWritable) {
     const uint64_t v = 0x1122334455667788ull;
     peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + 0x800, v, 8);
