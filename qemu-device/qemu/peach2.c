@@ -81,6 +81,7 @@ typedef struct Peach2Port {
     guint watch;        /* waiting for the chardev to become writable */
     bool shm_on;        /* this connection uses the shared-memory transport */
     Peach2Shm shm;
+    unsigned shm_failures;
 } Peach2Port;
 
 struct Peach2State {
@@ -280,12 +281,19 @@ static void peach2_shm_kick(int fd)
     }
 }
 
-/* The peer broke the transport: drop the cable; it reconnects. */
+/*
+ * The peer broke the transport: drop the cable; it reconnects. Said on
+ * stderr (a misconfigured or rogue peer is worth seeing without -d), the
+ * first few times and then every 100th, since it may retry every second.
+ */
 static void peach2_shm_fail(Peach2Port *p, const char *why)
 {
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "peach2 node %u port %u: shared-memory link: %s; "
-                  "dropping the connection\n", p->dev->node_id, p->port, why);
+    p->shm_failures++;
+    if (p->shm_failures <= 3 || p->shm_failures % 100 == 0) {
+        warn_report("peach2 node %u port %u: shared-memory link: %s; "
+                    "dropping the connection (%u so far)", p->dev->node_id,
+                    p->port, why, p->shm_failures);
+    }
     trace_peach2_shm_fail(p->dev->node_id, p->port, why);
     qemu_chr_fe_disconnect(&p->chr);
 }
@@ -545,6 +553,12 @@ static void peach2_shm_socket_input(Peach2Port *p, const uint8_t *buf, int size)
     }
     info_report("peach2 node %u: port %u uses the shared-memory transport",
                 p->dev->node_id, p->port);
+    /*
+     * What we wrote before we knew the peer's eventfd (our HELLO) was
+     * never kicked; and the peer may have written its HELLO after we read
+     * its offer: kick it, and read.
+     */
+    peach2_shm_kick(m->peer_wake_fd);
     peach2_shm_receive(p);
     peach2_send_queued(p->dev);
 }
