@@ -251,16 +251,22 @@ int run_ivshmem(int argc, char** argv) {
     return finish(rows, o.csv, who);
 }
 
+// The options of a ping-pong between two host processes: -1 to run, else
+// the exit status (bad arguments, --help).
+int parse_host_pingpong(const char* who, const char* about, int argc, char** argv,
+                        PingPongOptions* o) {
+    tcatools::Options opts(who, "[options]", about);
+    add_pingpong_options(opts, o);
+    if (const int rc = opts.parse(argc, argv))
+        return rc == 2 ? 0 : 1;
+    return sizes_ok(*o, who) ? -1 : 1;
+}
+
 int run_shm(int argc, char** argv) {
     const char* who = "tca_anchor shm";
     PingPongOptions o;
-    tcatools::Options opts(who, "[options]",
-                           "Ping-pong through shared memory between two processes.");
-    add_pingpong_options(opts, &o);
-    if (int rc = opts.parse(argc, argv))
-        return rc == 2 ? 0 : 1;
-    if (!sizes_ok(o, who))
-        return 1;
+    if (const int rc = parse_host_pingpong(who, "Ping-pong through shared memory between two processes.", argc, argv, &o); rc >= 0)
+        return rc;
     const std::uint64_t half = (kBoxHeader + max_size(o) + 4095) & ~4095ull;
     void* p = mmap(nullptr, 2 * half, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -305,13 +311,8 @@ bool full_io(int fd, unsigned char* buf, std::uint64_t n, bool out) {
 int run_unix(int argc, char** argv) {
     const char* who = "tca_anchor unix";
     PingPongOptions o;
-    tcatools::Options opts(who, "[options]",
-                           "Ping-pong over a unix stream socket between two processes.");
-    add_pingpong_options(opts, &o);
-    if (int rc = opts.parse(argc, argv))
-        return rc == 2 ? 0 : 1;
-    if (!sizes_ok(o, who))
-        return 1;
+    if (const int rc = parse_host_pingpong(who, "Ping-pong over a unix stream socket between two processes.", argc, argv, &o); rc >= 0)
+        return rc;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         std::perror(who);
