@@ -270,7 +270,7 @@ static void peach2_error(void *opaque, const peach2_core_error *e)
 static void peach2_port_drain(Peach2Port *p);
 static void peach2_send_queued(Peach2State *s);
 
-/* ---- links: the shared-memory transport ----------------------------------- */
+/* ---- links: the shared-memory transport ------------------------------- */
 
 static void peach2_shm_kick(int fd)
 {
@@ -307,7 +307,8 @@ static void peach2_shm_receive(Peach2Port *p)
 
     while (m->rx && total < PEACH2_SHM_RX_BUDGET) {
         bool room;
-        size_t n = peach2_shm_ring_read(m->rx, m->bounce, PEACH2_RX_CHUNK, &room);
+        size_t n = peach2_shm_ring_read(m->rx, m->bounce, PEACH2_RX_CHUNK,
+                                        &room);
 
         kick |= room;
         if (n == 0) {
