@@ -21,7 +21,9 @@ put "$here/qemu/peach2.c" "$misc/peach2.c"
 for f in "$here"/core/src/*.cc "$here"/core/src/*.h; do
   put "$f" "$misc/peach2/$(basename "$f")"
 done
-put "$here/core/include/peach2_core.h" "$misc/peach2/include/peach2_core.h"
+for f in "$here"/core/include/*.h; do
+  put "$f" "$misc/peach2/include/$(basename "$f")"
+done
 # The firmware image parser: the card validates images with it.
 put "$top/firmware/lib/fw_image.cc" "$misc/peach2/fw_image.cc"
 put "$top/firmware/lib/fw_image.h" "$misc/peach2/fw_image.h"

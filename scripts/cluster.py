@@ -68,6 +68,7 @@ RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
 BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
 FIRMWARE_DIRS = ("/usr/share/seabios", "/usr/lib/ipxe/qemu", "/usr/share/qemu")
 GUESTS = ("debian", "busybox")
+LINK_TRANSPORTS = ("shm", "socket")
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
 
 
@@ -291,9 +292,11 @@ def _fmt_props(props):
 
 def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
               cables=None, device_props=None, extra_args=None, boot=0, with_device=True,
-              loglevel=4, tcp_ports=None, root_image=None, network=False):
+              loglevel=4, tcp_ports=None, root_image=None, network=False, link_transport="shm"):
     """The full argv of node i's QEMU. root_image: the Debian root (a read-only virtio
-    disk, /dev/vda, shared by all nodes); network: a NIC on the management network."""
+    disk, /dev/vda, shared by all nodes); network: a NIC on the management network;
+    link_transport: "shm" (unix-socket cables carry their data through shared memory)
+    or "socket" (the socket carries everything; TCP cables always do)."""
     p = node_paths(run_dir, i, boot)
     for k in ("console", "chan", "info"):
         _check_path(p[k])
@@ -319,7 +322,8 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
     for d in FIRMWARE_DIRS:
         argv += ["-L", d]
     if with_device:
-        dev = {"node-id": i, "nodes": n}
+        dev = {"node-id": i, "nodes": n,
+               "link-shm": "on" if link_transport == "shm" and not tcp_ports else "off"}
         dev.update(props)
         dev.update(device_props or {})
         argv += cargs + ["-device", "peach2," + _fmt_props(dev)]
@@ -637,7 +641,7 @@ class Cluster:
                  mem=256, device_props=None, qemu_args=None, append="", cables=None,
                  topology=None, transport="unix", guest=None, root_image=None, network=None,
                  with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4,
-                 trace=None):
+                 trace=None, link_transport=None):
         """n: number of nodes (>= 1; the cabling needs >= 2).
         device_props: dict added to every node's -device peach2,... (overrides defaults),
             or a function node -> dict.
@@ -648,6 +652,9 @@ class Cluster:
             (peach2.firmware=... on the kernel command line); n may then be None.
             Without it: cabling(n) and no firmware (cards route to neighbours).
         transport: "unix" (socket files in the run directory) or "tcp" (loopback).
+        link_transport: "shm" (default, or $PEACH2_LINK_TRANSPORT): the unix-socket
+            cables carry their data through shared memory (docs/hardware.md §5);
+            "socket": through the socket (as cables between hosts do).
         guest: "debian" (default, or $PEACH2_GUEST) boots the Debian root image
             (root_image, default build/guest/debian-root.squashfs); "busybox" the
             initramfs alone.
@@ -667,6 +674,11 @@ class Cluster:
             raise ValueError("need at least one node")
         if transport not in ("unix", "tcp"):
             raise ValueError("transport is unix or tcp")
+        link_transport = link_transport or os.environ.get("PEACH2_LINK_TRANSPORT") or "shm"
+        if link_transport not in LINK_TRANSPORTS:
+            raise ValueError("link_transport is one of %s, not %r"
+                             % (", ".join(LINK_TRANSPORTS), link_transport))
+        self.link_transport = link_transport
         guest = guest or default_guest()
         if guest not in GUESTS:
             raise ValueError("guest is one of %s" % ", ".join(GUESTS))
@@ -727,7 +739,7 @@ class Cluster:
                          extra_args=self._per_node(self.qemu_args, i), boot=boot,
                          with_device=self.with_device, loglevel=self.loglevel,
                          tcp_ports=self.tcp_ports, root_image=self.root_image,
-                         network=self.network)
+                         network=self.network, link_transport=self.link_transport)
 
     def _check_inputs(self):
         hints = {
@@ -1121,6 +1133,9 @@ def main(argv=None):
                          "firmware (routing tables) for multi-hop clusters")
     ap.add_argument("--tcp", action="store_true",
                     help="cable over loopback TCP instead of unix sockets")
+    ap.add_argument("--link-transport", choices=LINK_TRANSPORTS, default=None,
+                    help="shm (default, or $PEACH2_LINK_TRANSPORT): unix-socket cables carry "
+                         "their data through shared memory; socket: through the socket")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directory (console logs, QEMU stderr) after teardown")
     ap.add_argument("--interactive", "-i", action="store_true", help="prompt for commands")
@@ -1171,6 +1186,7 @@ def main(argv=None):
     if a.nodes is None and a.topology is None:
         a.nodes = 2
     c = Cluster(a.nodes, topology=a.topology, transport="tcp" if a.tcp else "unix",
+                link_transport=a.link_transport,
                 qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
                 boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
                 device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],

@@ -125,6 +125,18 @@ def test_qemu_argv_basics():
     assert ch["cmd"]["path"].startswith(RUN + "/")
 
 
+def test_link_transport_property():
+    """Unix cables carry data through shared memory unless the socket is asked for;
+    TCP cables never do (no file descriptors cross TCP)."""
+    dev = lambda **kw: parse_device(cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", **kw))  # noqa: E731
+    assert dev()["link-shm"] == "on"
+    assert dev(link_transport="socket")["link-shm"] == "off"
+    assert dev(tcp_ports=[4000])["link-shm"] == "off"
+    assert dev(device_props={"link-shm": "off"})["link-shm"] == "off"
+    with pytest.raises(ValueError):
+        cm.Cluster(2, link_transport="pigeon")
+
+
 def test_no_device():
     argv = cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", with_device=False)
     assert "-device" not in argv

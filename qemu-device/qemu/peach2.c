@@ -14,6 +14,7 @@
 #include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/memfd.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "sysemu/sysemu.h"
@@ -31,6 +32,9 @@
 
 #include "peach2/peach2_hw.h"
 #include "peach2_core.h"
+#include "peach2_shm_ring.h"
+
+#include <sys/eventfd.h>
 
 #define TYPE_PEACH2 "peach2"
 OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
@@ -46,11 +50,39 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  */
 #define PEACH2_WC_IDLE_NS 50000
 
+/*
+ * The shared-memory transport of a cable between two QEMUs of one host
+ * (docs/hardware.md §5): each side sends the other, over the socket cable
+ * and as its first bytes, an offer with two file descriptors: a sealed
+ * memfd holding the ring it writes (peach2_shm_ring.h) and an eventfd the
+ * peer kicks to wake it. From then on the link's byte stream goes through
+ * the rings; the socket stays open only to tell either side when the
+ * other is gone.
+ */
+#define PEACH2_SHM_OFFER_MAGIC 0x31764d4853325050ull /* "PP2SHMv1" */
+#define PEACH2_SHM_OFFER_LEN 16                       /* magic, ring size */
+#define PEACH2_SHM_RX_BUDGET (4u << 20) /* bytes per wake-up, then yield */
+
+typedef struct Peach2Shm {
+    peach2_shm_ring *tx, *rx;   /* ours (we write), the peer's (we read) */
+    void *tx_mem, *rx_mem;
+    size_t tx_len, rx_len;
+    int wake_fd;                /* ours: the peer kicks it */
+    int peer_wake_fd;           /* the peer's; -1 until its offer came */
+    uint8_t offer[PEACH2_SHM_OFFER_LEN];
+    size_t offer_got;
+    int offer_fds[2];           /* came with the offer's first bytes */
+    uint8_t *bounce;            /* the peer's bytes, copied out of its ring */
+} Peach2Shm;
+
 typedef struct Peach2Port {
     Peach2State *dev;
     unsigned port;
     CharBackend chr;
     guint watch;        /* waiting for the chardev to become writable */
+    bool shm_on;        /* this connection uses the shared-memory transport */
+    Peach2Shm shm;
+    unsigned shm_failures;
 } Peach2Port;
 
 struct Peach2State {
@@ -76,6 +108,8 @@ struct Peach2State {
     uint32_t trace_ring;    /* records in the ring; 0: the core's default */
     char *trace_file;       /* the file being written, NULL when off */
     Notifier trace_exit;    /* QEMU exits without unrealizing: close then */
+    bool link_shm;
+    uint32_t shm_ring_size;
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -244,6 +278,301 @@ static void peach2_error(void *opaque, const peach2_core_error *e)
 /* ---- links ------------------------------------------------------------- */
 
 static void peach2_port_drain(Peach2Port *p);
+static void peach2_send_queued(Peach2State *s);
+
+/* ---- links: the shared-memory transport ------------------------------- */
+
+static void peach2_shm_kick(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+        trace_peach2_shm_kick_failed(fd, errno);
+    }
+}
+
+/*
+ * The peer broke the transport: drop the cable; it reconnects. Said on
+ * stderr (a misconfigured or rogue peer is worth seeing without -d), the
+ * first few times and then every 100th, since it may retry every second.
+ */
+static void peach2_shm_fail(Peach2Port *p, const char *why)
+{
+    p->shm_failures++;
+    if (p->shm_failures <= 3 || p->shm_failures % 100 == 0) {
+        warn_report("peach2 node %u port %u: shared-memory link: %s; "
+                    "dropping the connection (%u so far)", p->dev->node_id,
+                    p->port, why, p->shm_failures);
+    }
+    trace_peach2_shm_fail(p->dev->node_id, p->port, why);
+    qemu_chr_fe_disconnect(&p->chr);
+}
+
+/* Copy what the peer's ring holds into the core, as a socket read would. */
+static void peach2_shm_receive(Peach2Port *p)
+{
+    Peach2Shm *m = &p->shm;
+    size_t total = 0;
+    bool kick = false;
+
+    while (m->rx && total < PEACH2_SHM_RX_BUDGET) {
+        bool room;
+        size_t n = peach2_shm_ring_read(m->rx, m->bounce, PEACH2_RX_CHUNK,
+                                        &room);
+
+        kick |= room;
+        if (n == 0) {
+            break;
+        }
+        total += n;
+        trace_peach2_rx(p->dev->node_id, p->port, n);
+        if (!peach2_core_link_receive(p->dev->core, p->port, m->bounce, n)) {
+            qemu_chr_fe_disconnect(&p->chr); /* corrupt stream: reported */
+            return;
+        }
+    }
+    if (kick) {
+        peach2_shm_kick(m->peer_wake_fd);
+    }
+    if (m->rx && peach2_shm_ring_error(m->rx)) {
+        peach2_shm_fail(p, peach2_shm_ring_error(m->rx));
+    } else if (total >= PEACH2_SHM_RX_BUDGET) {
+        peach2_shm_kick(m->wake_fd); /* more: come back after the main loop */
+    }
+}
+
+/* Our wake-up: the peer wrote into its ring, or made room in ours. */
+static void peach2_shm_wake(void *opaque)
+{
+    Peach2Port *p = opaque;
+    uint64_t count;
+
+    if (read(p->shm.wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+        return;
+    }
+    peach2_shm_receive(p);
+    peach2_send_queued(p->dev);
+}
+
+/* What the core has queued goes into our ring; the peer is kicked. */
+static void peach2_shm_send(Peach2Port *p)
+{
+    Peach2Shm *m = &p->shm;
+    peach2_core *core = p->dev->core;
+    bool sent = false;
+
+    for (;;) {
+        const void *buf;
+        size_t n = peach2_core_link_tx_peek(core, p->port, &buf);
+        size_t done;
+
+        if (n == 0) {
+            break;
+        }
+        done = peach2_shm_ring_write(m->tx, buf, n);
+        if (done == 0) {
+            break; /* full: the peer kicks us when it has read */
+        }
+        trace_peach2_tx(p->dev->node_id, p->port, done);
+        peach2_core_link_tx_consume(core, p->port, done);
+        sent = true;
+    }
+    if (sent) {
+        peach2_shm_kick(m->peer_wake_fd);
+    }
+    if (peach2_shm_ring_error(m->tx)) {
+        peach2_shm_fail(p, peach2_shm_ring_error(m->tx));
+    }
+}
+
+static void peach2_shm_close(Peach2Port *p)
+{
+    Peach2Shm *m = &p->shm;
+    int i;
+
+    if (m->wake_fd >= 0) {
+        qemu_set_fd_handler(m->wake_fd, NULL, NULL, NULL);
+        close(m->wake_fd);
+    }
+    if (m->peer_wake_fd >= 0) {
+        close(m->peer_wake_fd);
+    }
+    peach2_shm_ring_free(m->tx);
+    peach2_shm_ring_free(m->rx);
+    if (m->tx_mem) {
+        munmap(m->tx_mem, m->tx_len);
+    }
+    if (m->rx_mem) {
+        munmap(m->rx_mem, m->rx_len);
+    }
+    for (i = 0; i < 2; i++) {
+        if (m->offer_fds[i] >= 0) {
+            close(m->offer_fds[i]);
+        }
+    }
+    g_free(m->bounce);
+    memset(m, 0, sizeof(*m));
+    m->wake_fd = m->peer_wake_fd = -1;
+    m->offer_fds[0] = m->offer_fds[1] = -1;
+    p->shm_on = false;
+}
+
+/*
+ * A new connection: make our ring and wake-up, send the offer. False when
+ * this cable cannot carry file descriptors (TCP): the socket path is used.
+ */
+static bool peach2_shm_open(Peach2Port *p)
+{
+    Peach2Shm *m = &p->shm;
+    Peach2State *s = p->dev;
+    size_t len = peach2_shm_ring_mem_size(s->shm_ring_size);
+    uint64_t offer[2] = { cpu_to_le64(PEACH2_SHM_OFFER_MAGIC),
+                          cpu_to_le64(s->shm_ring_size) };
+    char why[128];
+    Error *err = NULL;
+    int fds[2];
+    int memfd;
+
+    memfd = qemu_memfd_create("peach2-link", len, false, 0,
+                              F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
+    if (memfd < 0) {
+        warn_report_err(err);
+        return false;
+    }
+    m->tx_mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (m->tx_mem == MAP_FAILED) {
+        m->tx_mem = NULL;
+        close(memfd);
+        return false;
+    }
+    m->tx_len = len;
+    m->tx = peach2_shm_ring_create(m->tx_mem, len, s->shm_ring_size, why,
+                                   sizeof(why));
+    m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    fds[0] = memfd;
+    fds[1] = m->wake_fd;
+    if (!m->tx || m->wake_fd < 0 ||
+        qemu_chr_fe_set_msgfds(&p->chr, fds, 2) < 0) {
+        close(memfd);
+        peach2_shm_close(p);
+        return false; /* e.g. a TCP cable: no fd passing */
+    }
+    if (qemu_chr_fe_write(&p->chr, (const uint8_t *)offer, sizeof(offer)) !=
+        sizeof(offer)) {
+        qemu_chr_fe_set_msgfds(&p->chr, NULL, 0);
+        close(memfd);
+        peach2_shm_close(p);
+        return false;
+    }
+    close(memfd); /* our mapping and the peer's copy keep it */
+    m->bounce = g_malloc(PEACH2_RX_CHUNK);
+    qemu_set_fd_handler(m->wake_fd, peach2_shm_wake, NULL, p);
+    p->shm_on = true;
+    trace_peach2_shm_open(s->node_id, p->port, s->shm_ring_size);
+    return true;
+}
+
+/* Map the peer's ring from its offer; every field and fd is checked. */
+static const char *peach2_shm_accept(Peach2Port *p, int memfd, int wakefd)
+{
+    Peach2Shm *m = &p->shm;
+    uint64_t magic, size;
+    size_t len;
+    struct stat st;
+    int seals;
+    char why[128];
+
+    memcpy(&magic, m->offer, 8);
+    memcpy(&size, m->offer + 8, 8);
+    if (le64_to_cpu(magic) != PEACH2_SHM_OFFER_MAGIC) {
+        return "the peer does not use the shared-memory transport "
+               "(link-shm must be the same at both ends)";
+    }
+    len = peach2_shm_ring_mem_size(le64_to_cpu(size));
+    if (len == 0) {
+        return "the peer's ring size is not a power of two in 4 KiB .. 256 MiB";
+    }
+    if (memfd < 0 || wakefd < 0) {
+        return "the peer's offer came without its two file descriptors";
+    }
+    /* Sealed against shrinking: the mapping can never turn into SIGBUS. */
+    seals = fcntl(memfd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(memfd, &st) < 0 ||
+        (uint64_t)st.st_size != len) {
+        return "the peer's ring is not a sealed memfd of the size it claims";
+    }
+    /* A full pipe in place of an eventfd must not block this vCPU. */
+    if (fcntl(wakefd, F_SETFL, O_NONBLOCK) < 0) {
+        return "the peer's wake-up descriptor is unusable";
+    }
+    m->rx_mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (m->rx_mem == MAP_FAILED) {
+        m->rx_mem = NULL;
+        return "cannot map the peer's ring";
+    }
+    m->rx_len = len;
+    m->rx = peach2_shm_ring_attach(m->rx_mem, len, why, sizeof(why));
+    if (!m->rx) {
+        return "the peer's ring header is not valid";
+    }
+    m->peer_wake_fd = wakefd;
+    return NULL;
+}
+
+/* Socket bytes on a shared-memory connection: only the peer's offer. */
+static void peach2_shm_socket_input(Peach2Port *p, const uint8_t *buf, int size)
+{
+    Peach2Shm *m = &p->shm;
+    size_t take = MIN((size_t)size, PEACH2_SHM_OFFER_LEN - m->offer_got);
+    int fds[2] = { -1, -1 };
+    int i, n;
+    const char *why;
+
+    if (m->rx || take < (size_t)size) {
+        peach2_shm_fail(p, "bytes on the socket after the offer");
+        return;
+    }
+    /* The descriptors arrive with the offer's first bytes, and only then. */
+    n = qemu_chr_fe_get_msgfds(&p->chr, fds, 2);
+    if (n > 0 && (m->offer_got != 0 || m->offer_fds[0] >= 0 || n != 2)) {
+        for (i = 0; i < n; i++) {
+            close(fds[i]);
+        }
+        peach2_shm_fail(p, "file descriptors that are not the offer's two");
+        return;
+    }
+    if (n == 2) {
+        m->offer_fds[0] = fds[0];
+        m->offer_fds[1] = fds[1];
+    }
+    memcpy(m->offer + m->offer_got, buf, take);
+    m->offer_got += take;
+    if (m->offer_got < PEACH2_SHM_OFFER_LEN) {
+        return;
+    }
+    why = peach2_shm_accept(p, m->offer_fds[0], m->offer_fds[1]);
+    if (m->offer_fds[0] >= 0) {
+        close(m->offer_fds[0]); /* mapped, or refused */
+    }
+    if (why && m->offer_fds[1] >= 0) {
+        close(m->offer_fds[1]);
+    }
+    m->offer_fds[0] = m->offer_fds[1] = -1;
+    if (why) {
+        peach2_shm_fail(p, why);
+        return;
+    }
+    info_report("peach2 node %u: port %u uses the shared-memory transport",
+                p->dev->node_id, p->port);
+    /*
+     * What we wrote before we knew the peer's eventfd (our HELLO) was
+     * never kicked; and the peer may have written its HELLO after we read
+     * its offer: kick it, and read.
+     */
+    peach2_shm_kick(m->peer_wake_fd);
+    peach2_shm_receive(p);
+    peach2_send_queued(p->dev);
+}
 
 static gboolean peach2_port_writable(void *do_not_use, GIOCondition cond,
                                      void *opaque)
@@ -264,6 +593,10 @@ static void peach2_port_drain(Peach2Port *p)
 {
     peach2_core *core = p->dev->core;
 
+    if (p->shm_on) {
+        peach2_shm_send(p);
+        return;
+    }
     if (p->watch || !qemu_chr_fe_backend_connected(&p->chr)) {
         return;
     }
@@ -353,6 +686,10 @@ static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
 {
     Peach2Port *p = opaque;
 
+    if (p->shm_on) {
+        peach2_shm_socket_input(p, buf, size);
+        return;
+    }
     trace_peach2_rx(p->dev->node_id, p->port, size);
     if (!peach2_core_link_receive(p->dev->core, p->port, buf, size)) {
         /* Corrupt stream: the core has reported it; start a fresh one. */
@@ -369,6 +706,10 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     trace_peach2_link_event(p->dev->node_id, p->port, event);
     switch (event) {
     case CHR_EVENT_OPENED:
+        peach2_shm_close(p); /* a new stream: nothing of the old one */
+        if (p->dev->link_shm && !peach2_shm_open(p)) {
+            trace_peach2_shm_socket(p->dev->node_id, p->port);
+        }
         peach2_core_link_connected(p->dev->core, p->port, true);
         peach2_send_queued(p->dev); /* HELLO */
         break;
@@ -377,6 +718,7 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
             g_source_remove(p->watch);
             p->watch = 0;
         }
+        peach2_shm_close(p);
         peach2_core_link_connected(p->dev->core, p->port, false);
         break;
     default:
@@ -558,6 +900,18 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     char why[256];
     unsigned i;
 
+    if (s->link_shm && !peach2_shm_ring_mem_size(s->shm_ring_size)) {
+        error_setg(errp, "peach2: shm-ring-size=%u is not a power of two in "
+                   "%u .. %u", s->shm_ring_size, PEACH2_SHM_RING_MIN,
+                   PEACH2_SHM_RING_MAX);
+        return;
+    }
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Shm *m = &s->ports[i].shm;
+
+        m->wake_fd = m->peer_wake_fd = -1;
+        m->offer_fds[0] = m->offer_fds[1] = -1;
+    }
     s->core = peach2_core_new(&cfg, &host, why, sizeof(why));
     if (!s->core) {
         error_setg(errp, "peach2: %s (node-id=%u nodes=%u)", why,
@@ -652,6 +1006,7 @@ static void peach2_exit(PCIDevice *pdev)
             g_source_remove(s->ports[i].watch);
             s->ports[i].watch = 0;
         }
+        peach2_shm_close(&s->ports[i]);
         qemu_chr_fe_deinit(&s->ports[i].chr, false);
     }
     msix_uninit(pdev, &s->bar0, &s->bar0);
@@ -689,6 +1044,8 @@ static Property peach2_properties[] = {
     DEFINE_PROP_UINT64("tx-limit", Peach2State, tx_limit, 0),
     DEFINE_PROP_STRING("trace", Peach2State, trace),
     DEFINE_PROP_UINT32("trace-ring", Peach2State, trace_ring, 0),
+    DEFINE_PROP_BOOL("link-shm", Peach2State, link_shm, true),
+    DEFINE_PROP_UINT32("shm-ring-size", Peach2State, shm_ring_size, 4 << 20),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -733,6 +1090,11 @@ static void peach2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "trace-ring",
         "records the trace keeps in memory before dropping (64 .. 4194304, "
         "64 bytes each; 0: 65536)");
+    object_class_property_set_description(klass, "link-shm",
+        "carry unix-socket cables through shared memory (same host); set "
+        "the same at both ends of a cable; off: the socket carries all");
+    object_class_property_set_description(klass, "shm-ring-size",
+        "bytes of each shared-memory ring (a power of two, 4 KiB .. 256 MiB)");
 }
 
 static const TypeInfo peach2_info = {

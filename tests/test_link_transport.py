@@ -1,0 +1,201 @@
+"""The two link transports (issue 13): shared memory between QEMUs of one host (the
+default for unix-socket cables) and the socket itself (cables between hosts, forced
+with link_transport="socket" / cluster.py --link-transport socket).
+
+The rest of the VM suite runs on the default transport; here the same libtca checks
+(PIO, DMA, get) run once with the socket forced, and the shared-memory path is shown
+to survive a peer killed in the middle of a PIO stream and of a DMA stream.
+"""
+
+import fcntl
+import mmap
+import os
+import re
+import socket
+import struct
+
+import pytest
+
+from peach2_testlib import check, cluster_mod, rp_pair, sysfs_read, wait_sysfs, wait_until
+
+link_socket_path = cluster_mod.link_socket_path
+
+pytestmark = pytest.mark.vm
+
+SHM_LINE = re.compile(r"peach2 node (\d+): port (\d+) uses the shared-memory transport")
+
+
+def shm_ports(c, node):
+    """How many connections of a node's card went through shared memory (its QEMU log,
+    where the card says so for every connection)."""
+    n = 0
+    for name in os.listdir(c.run_dir):
+        if name.startswith("qemu-%d." % node) and name.endswith(".log"):
+            with open(os.path.join(c.run_dir, name), encoding="utf-8", errors="replace") as f:
+                n += len(SHM_LINE.findall(f.read()))
+    return n
+
+
+def rx_bytes(c, node, port):
+    m = re.search(r"^%s .*rx_bytes=(\d+)" % port, sysfs_read(c, node, "counters"), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def pio_pair(c, sender, receiver):
+    cmds = {receiver: "tca_check pio recv --peer %d --size 16384 --guard 4096" % sender,
+            sender: "tca_check pio send --peer %d --offsets 0,3,-1 --sizes 1,8,13,4096,4097"
+                    % receiver}
+    res = c.run_all(lambda i: cmds[i], timeout=600, nodes=[sender, receiver])
+    for rc, out in res:
+        assert rc == 0, out
+    assert "PASS" in res[1][1].strip().splitlines()[-1], res[1][1]
+
+
+def dma_pair(c, sender, receiver, count=5):
+    cmds = {receiver: "tca_check dma recv --peer %d" % sender,
+            sender: "tca_check dma send --peer %d --count %d" % (receiver, count)}
+    res = c.run_all(lambda i: cmds[i], timeout=600, nodes=[sender, receiver])
+    for rc, out in res:
+        assert rc == 0, out
+    assert "PASS" in res[1][1].strip().splitlines()[-1], res[1][1]
+
+
+@pytest.fixture(scope="module")
+def socket2(make_cluster):
+    return make_cluster(2, link_transport="socket")
+
+
+def test_socket_transport_is_used_when_forced(socket2):
+    assert shm_ports(socket2, 0) == 0 and shm_ports(socket2, 1) == 0
+    wait_sysfs(socket2, 0, "link_e", lambda v: v.startswith("up"))
+
+
+def test_socket_transport_pio_dma_get(socket2):
+    pio_pair(socket2, 0, 1)
+    pio_pair(socket2, 1, 0)
+    dma_pair(socket2, 0, 1)
+    rc_s, out_s, rc_c, out_c = rp_pair(socket2, 1, 0, "--counter --seed 5",
+                                       "get-verify --seed 5 --iters 30 --max-len 256K")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert " 0 mismatches, 0 errors" in out_c, out_c
+
+
+def test_default_transport_is_shared_memory(cluster2):
+    if cluster2.link_transport != "shm":
+        pytest.skip("the suite runs with PEACH2_LINK_TRANSPORT=%s" % cluster2.link_transport)
+    assert shm_ports(cluster2, 0) >= 1 and shm_ports(cluster2, 1) >= 1
+
+
+@pytest.fixture(scope="module")
+def shm2(make_cluster):
+    return make_cluster(2, link_transport="shm")
+
+
+@pytest.mark.parametrize("stream", ["pio", "dma"])
+def test_shm_peer_killed_mid_stream_and_restarted(shm2, stream):
+    """Node 1 dies while node 0 streams into it through shared memory: node 0's QEMU
+    lives on, its link goes down, its guest answers; after a restart traffic resumes
+    (and again through shared memory)."""
+    c = shm2
+    before = shm_ports(c, 0)
+    if stream == "pio":
+        recv = "tca_check pio recv --peer 0 --size 16384 --guard 4096"
+        send = "tca_check pio send --peer 1"  # every offset x size: a long stream
+    else:
+        recv = "tca_check dma recv --peer 0"
+        send = "tca_check dma send --peer 1 --count 200"
+    check(c, 1, "(%s >/tmp/recv.log 2>&1 &)" % recv)
+    check(c, 0, "(%s >/tmp/send.log 2>&1 &)" % send)
+    start = rx_bytes(c, 1, "W")
+    wait_until(lambda: rx_bytes(c, 1, "W") > start + 65536, timeout=60,
+               what="node 0's stream to reach node 1")
+    c.kill_node(1)
+    wait_sysfs(c, 0, "link_e", "down", timeout=15)
+    assert c.nodes[0].alive(), "node 0's QEMU died with its peer"
+    check(c, 0, "pkill tca_check; true", timeout=30)
+    c.restart_node(1)
+    wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
+    assert shm_ports(c, 0) > before, "the new connection did not use shared memory"
+    pio_pair(c, 0, 1)
+    dma_pair(c, 0, 1, count=3)
+
+
+# ---- a rogue peer on the shared-memory transport ---------------------------------
+
+OFFER_MAGIC = 0x31764d4853325050  # "PP2SHMv1" (qemu-device/qemu/peach2.c)
+RING_MAGIC, RING_HEADER, HEAD_OFF = 0x52534850, 256, 64  # peach2_shm_ring.h, shm_ring.cc
+
+
+def rogue_connect(path, ring=4096, claim=None, seal=True):
+    """Connect to a card's listening cable as its peer would and make the offer: our ring
+    (a memfd we keep writing to), our eventfd. Returns (socket, our ring's mmap, the
+    card's wake-up eventfd) once the card's own offer arrived."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.connect(path)
+    fd = os.memfd_create("rogue", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, RING_HEADER + ring)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    mm = mmap.mmap(fd, RING_HEADER + ring)
+    struct.pack_into("<IIQ", mm, 0, RING_MAGIC, 1, ring)
+    efd = os.eventfd(0, os.EFD_NONBLOCK)
+    socket.send_fds(s, [struct.pack("<QQ", OFFER_MAGIC, claim or ring)], [fd, efd])
+    os.close(fd)
+    got = b""
+    fds = []
+    while len(got) < 16:
+        data, more, _, _ = socket.recv_fds(s, 16 - len(got), 2)
+        assert data, "the card closed the cable before its offer"
+        got += data
+        fds += more
+    assert struct.unpack("<Q", got[:8])[0] == OFFER_MAGIC and len(fds) == 2, got
+    os.close(fds[0])
+    return s, mm, efd, fds[1]
+
+
+def qemu_log(c, node):
+    with open(os.path.join(c.run_dir, "qemu-%d.log" % node), encoding="utf-8",
+              errors="replace") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("rogue", ["index out of range", "garbage bytes", "unsealed ring",
+                                   "size lie"])
+def test_shm_rogue_peer_is_dropped_not_fatal(shm2, rogue):
+    """Something else on node 1's end of the cable breaks the shared-memory rules: node 0
+    drops the connection with a message, its QEMU and guest live on, and the real node 1
+    reconnects afterwards."""
+    c = shm2
+    c.kill_node(1)
+    wait_sysfs(c, 0, "link_e", "down", timeout=15)
+    path = link_socket_path(c.run_dir, 0, "E")
+    log_before = len(qemu_log(c, 0))
+    errors_before = int(sysfs_read(c, 0, "err_count"))
+    s, mm, efd, card_wake = rogue_connect(
+        path, seal=rogue != "unsealed ring", claim=1 << 20 if rogue == "size lie" else None)
+    try:
+        if rogue == "index out of range":
+            struct.pack_into("<Q", mm, HEAD_OFF, 1 << 62)
+        elif rogue == "garbage bytes":
+            mm[RING_HEADER:RING_HEADER + 4096] = bytes(range(256)) * 16
+            struct.pack_into("<Q", mm, HEAD_OFF, 4096)
+        os.write(card_wake, struct.pack("<Q", 1))
+        wait_until(lambda: s.recv(1) == b"", timeout=15, what="node 0 to drop the rogue")
+    finally:
+        s.close()
+        mm.close()
+        os.close(efd)
+        os.close(card_wake)
+    # Visible: the transport's refusal on QEMU's stderr, or the card's BAD_PACKET count
+    # when the ring was fine and its bytes were not.
+    log = qemu_log(c, 0)[log_before:]
+    if rogue == "garbage bytes":
+        assert int(sysfs_read(c, 0, "err_count")) > errors_before
+    else:
+        assert "shared-memory link" in log and "dropping the connection" in log, log
+    assert c.nodes[0].alive(), "node 0's QEMU died"
+    check(c, 0, "true")
+    c.restart_node(1)
+    wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
+    pio_pair(c, 0, 1)
