@@ -376,9 +376,17 @@ void Card::defer_service() {
 }
 
 void Card::links_drained() {
-    // A DMA run paused for a full link can go on.
+    // A DMA run paused for that link can go on (or end, if it went down).
     if (dma_.busy())
         schedule_service();
+}
+
+bool Card::link_backlogged_for(uint64_t addr) const {
+    // Writes delivered here (PORT_N) and writes with no route never wait:
+    // route_packet delivers or reports them.
+    peach2_err why = PEACH2_ERR_NONE;
+    const std::optional<unsigned> port = router_.port_for(addr, why);
+    return port && *port != PEACH2_PORT_N && links_.backlogged(*port);
 }
 
 }  // namespace peach2

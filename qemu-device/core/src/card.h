@@ -87,8 +87,11 @@ public:
     // Ask for service(): soon, or after a pause (a long DMA run).
     void schedule_service();
     void defer_service();
-    // The links' send queues drained below the DMA backlog.
+    // A link's send queue drained below the DMA backlog, or was cleared.
     void links_drained();
+    // A write to `addr` would leave by a link whose send queue is backlogged:
+    // the DMA run making it waits (flow control per output port).
+    bool link_backlogged_for(uint64_t addr) const;
     std::span<const uint8_t> desc_ram() const {
         return {cardmem_.data() + PEACH2_DESC_RAM_OFF, PEACH2_DESC_MAX * PEACH2_DESC_SIZE};
     }

@@ -10,8 +10,8 @@ namespace peach2 {
 namespace {
 
 constexpr uint64_t kDefaultTxLimit = 64ull << 20;
-// Remote DMA pauses while a link has this much queued (flow control
-// instead of dropping packets).
+// A DMA run whose next write leaves by a link with this much queued pauses
+// (flow control instead of dropping packets); other runs go on.
 constexpr size_t kTxBacklog = 4u << 20;
 
 size_t tx_limit(const peach2_core_config& cfg) {
@@ -112,11 +112,8 @@ unsigned Links::tx_pending() const {
     return ports;
 }
 
-bool Links::backlogged() const {
-    for (const Link& l : links_)
-        if (l.tx.size() > kTxBacklog)
-            return true;
-    return false;
+bool Links::backlogged(unsigned port) const {
+    return port < PEACH2_NR_PORTS && links_[port].tx.size() > kTxBacklog;
 }
 
 std::span<const uint8_t> Links::tx_peek(unsigned port) {
@@ -130,8 +127,9 @@ void Links::tx_consume(unsigned port, size_t n) {
     Link* l = link(port);
     if (!l)
         return;
+    const bool was_backlogged = backlogged(port);
     l->tx.consume(n);
-    if (!backlogged())
+    if (was_backlogged && !backlogged(port))
         card_.links_drained();
 }
 
@@ -196,6 +194,7 @@ void Links::down(unsigned port, const char* why) {
                               std::to_string(l.tx.size()) + " queued bytes lost",
                           {.port = port, .value = l.tx.size()});
         l.tx.clear();
+        card_.links_drained();  // runs waiting for this link end now (LINK_DOWN)
     }
 }
 
