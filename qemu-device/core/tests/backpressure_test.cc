@@ -117,7 +117,7 @@ TEST_F(Backpressure, StuckLinkPausesOnlyTheRunThatGoesOutOfIt) {
 TEST_F(Backpressure, DrainingTheLinkResumesTheWaitingRun) {
     back_up_e();
     const int services = h0.services;
-    carry_e();  // the peer reads again: E empties
+    carry_e();                         // the peer reads again: E empties
     EXPECT_GT(h0.services, services);  // the waiting channel is kicked
     while (busy(0)) {
         peach2_core_service(n0.get());
