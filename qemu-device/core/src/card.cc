@@ -222,7 +222,7 @@ void Card::service() {
 // ---- routing and delivery ------------------------------------------------------
 
 peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                              uint8_t hops, uint32_t src_node) {
+                              unsigned hops, uint32_t src_node) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
     if (!router_.table_enabled() && node == cfg_.node_id)
         return deliver(type, addr, data, src_node);
@@ -249,7 +249,7 @@ peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8
     }
     peach2_pkt_hdr hdr{};
     hdr.type = type;
-    hdr.hops = hops;
+    hdr.hops = static_cast<uint8_t>(hops);  // < PEACH2_PKT_HOP_LIMIT: no wrap
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
     hdr.addr = addr;

@@ -67,7 +67,7 @@ public:
     // or send it out of the port the route gives. Returns PEACH2_ERR_NONE,
     // or the error it raised.
     peach2_err route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                            uint8_t hops, uint32_t src_node);
+                            unsigned hops, uint32_t src_node);
     // A write this card makes itself (DMA, the read proxy's answers).
     peach2_err route_write(uint64_t addr, std::span<const uint8_t> data) {
         return route_packet(PEACH2_PKT_WRITE, addr, data, 0, cfg_.node_id);

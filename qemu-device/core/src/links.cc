@@ -281,8 +281,19 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
                   std::to_string(hdr.src_node));
         return false;
     }
-    card_.route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1),
-                       hdr.src_node);
+    // No honest card sends a packet that has passed the hop limit already
+    // (route_packet refuses to): drop it here, counted, and keep the stream,
+    // so that it is neither forwarded (the 8-bit field would wrap) nor
+    // delivered. Forwarding adds one hop in full width.
+    if (hdr.hops >= PEACH2_PKT_HOP_LIMIT) {
+        card_.raise_error(PEACH2_ERR_HOP_LIMIT, hdr.addr,
+                          std::string("port ") + port_name(port) + ": packet from node " +
+                              std::to_string(hdr.src_node) + " arrived with " +
+                              std::to_string(hdr.hops) + " hops; dropped",
+                          {.port = port, .node = hdr.src_node, .value = hdr.hops});
+        return true;
+    }
+    card_.route_packet(hdr.type, hdr.addr, payload, hdr.hops + 1u, hdr.src_node);
     return true;
 }
 

@@ -7,52 +7,15 @@
 
 #include <cstring>
 
-#include "fake_host.h"
+#include "three_in_a_line.h"
 
 namespace peach2::test {
 namespace {
 
-// Node 0 in the middle of three: E cabled to node 1 (which never reads, so
-// E backs up), W cabled to node 2 (healthy).
-class Backpressure : public ::testing::Test {
+// Node 0 in the middle: its E port backs up (node 1 never reads unless a
+// test carries E), its W port to node 2 stays healthy.
+class Backpressure : public ThreeInALine {
 protected:
-    FakeHost h0, h1, h2;
-    CorePtr n0, n1, n2;
-    bool accepted = true;
-
-    void SetUp() override {
-        h0.mem.assign(16 << 20, 0);
-        h1.mem.assign(16 << 20, 0);
-        h2.mem.assign(4 << 20, 0);
-        for (size_t i = 0; i < h0.mem.size(); ++i)
-            h0.mem[i] = static_cast<uint8_t>((i >> 3) ^ (i * 7));
-        n0 = make_core(h0, 0, 3);
-        n1 = make_core(h1, 1, 3);
-        n2 = make_core(h2, 2, 3);
-        ASSERT_EQ(allow(n0.get(), 0, h0.mem.size()), 0u);
-        ASSERT_EQ(allow(n1.get(), 0, h1.mem.size()), 0u);
-        ASSERT_EQ(allow(n2.get(), 0, h2.mem.size()), 0u);
-        peach2_core_link_attach(n0.get(), PEACH2_PORT_E);
-        peach2_core_link_attach(n0.get(), PEACH2_PORT_W);
-        peach2_core_link_attach(n1.get(), PEACH2_PORT_W);
-        peach2_core_link_attach(n2.get(), PEACH2_PORT_E);
-        peach2_core_link_connected(n0.get(), PEACH2_PORT_E, true);
-        peach2_core_link_connected(n0.get(), PEACH2_PORT_W, true);
-        peach2_core_link_connected(n1.get(), PEACH2_PORT_W, true);
-        peach2_core_link_connected(n2.get(), PEACH2_PORT_E, true);
-        carry_e();
-        carry(n1.get(), PEACH2_PORT_W, n0.get(), PEACH2_PORT_E, accepted);
-        carry_w();
-        ASSERT_TRUE(reg(n0.get(), PEACH2_REG_LINK(0)) & PEACH2_LINK_UP);
-        ASSERT_TRUE(reg(n0.get(), PEACH2_REG_LINK(1)) & PEACH2_LINK_UP);
-        peach2_core_reg_write(n0.get(), PEACH2_REG_INT_MASK, 0, 4);
-    }
-    void carry_e() { carry(n0.get(), PEACH2_PORT_E, n1.get(), PEACH2_PORT_W, accepted); }
-    void carry_w() {
-        while (carry(n0.get(), PEACH2_PORT_W, n2.get(), PEACH2_PORT_E, accepted) ||
-               carry(n2.get(), PEACH2_PORT_E, n0.get(), PEACH2_PORT_W, accepted)) {
-        }
-    }
     uint32_t status(unsigned ch) { return reg(n0.get(), PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)); }
     bool busy(unsigned ch) { return status(ch) & PEACH2_DMA_ST_BUSY; }
     uint32_t code(unsigned ch) { return (status(ch) >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff; }
@@ -69,10 +32,6 @@ protected:
             peach2_core_service(n0.get());
             carry_w();
         }
-    }
-    size_t queued(unsigned port) {
-        const void* p = nullptr;
-        return peach2_core_link_tx_peek(n0.get(), port, &p);
     }
     // Back up E: a 12 MiB DMA to node 1 on channel 0, nobody reading E.
     void back_up_e() {
