@@ -3,6 +3,7 @@
 #include "card.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "address_map.h"
@@ -349,8 +350,21 @@ void Card::update_irq() {
 }
 
 void Card::log(int level, const std::string& msg) {
-    if (host_.log)
-        host_.log(host_.opaque, level, msg.c_str());
+    if (!host_.log)
+        return;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    uint64_t held_back = 0;
+    if (!log_limits_[level == PEACH2_LOG_INFO].allow(
+            static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), held_back))
+        return;
+    if (held_back) {
+        const std::string note =
+            (level == PEACH2_LOG_INFO ? "" : "peach2 node " + std::to_string(cfg_.node_id) + ": ") +
+            std::to_string(held_back) +
+            " log lines suppressed (rate limit; errors are still counted and traced)";
+        host_.log(host_.opaque, level, note.c_str());
+    }
+    host_.log(host_.opaque, level, msg.c_str());
 }
 
 // ---- the host ------------------------------------------------------------------

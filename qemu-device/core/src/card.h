@@ -29,6 +29,7 @@
 #include "dma.h"
 #include "inbound_filter.h"
 #include "links.h"
+#include "log_limit.h"
 #include "peach2_core.h"
 #include "routing.h"
 #include "rproxy.h"
@@ -80,6 +81,8 @@ public:
     // answers, a refused firmware image.
     void report(const peach2_core_error& e, int level);
     void raise_interrupt(uint32_t bits);
+    // A log line, rate-limited per level (LogLimiter): a peer or the guest
+    // can make the card log at will.
     void log(int level, const std::string& msg);
     // Host memory through the host's callbacks: false if refused.
     bool host_read(uint64_t addr, void* buf, size_t len);
@@ -126,7 +129,8 @@ private:
     uint32_t err_count_ = 0;
     uint32_t last_err_ = 0;
     std::array<uint32_t, PEACH2_ERR_NR_CODES> err_by_code_{};
-    PortCounters host_counters_;  // port N: rx = CPU stores in, tx = writes delivered
+    PortCounters host_counters_;            // port N: rx = CPU stores in, tx = writes delivered
+    std::array<LogLimiter, 2> log_limits_;  // by level; a reset does not reopen them
     std::vector<uint8_t> cardmem_;
     std::optional<OpenWrite> open_;
 

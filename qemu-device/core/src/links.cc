@@ -217,6 +217,27 @@ bool Links::receive(unsigned port, std::span<const uint8_t> bytes) {
     return ok;
 }
 
+// Why a well-formed HELLO cannot be taken on `port`, or nullopt.
+std::optional<std::string> Links::hello_misfit(unsigned port, const peach2_hello& hello) const {
+    const peach2_core_config& cfg = card_.cfg();
+    if (hello.node_id == cfg.node_id || hello.node_id >= cfg.node_count ||
+        hello.node_count != cfg.node_count || (hello.version >> 16) != PEACH2_VERSION_MAJOR)
+        // A miscabled or misconfigured cluster, or a peer lying about itself.
+        return "peer node " + std::to_string(hello.node_id) + " of " +
+               std::to_string(hello.node_count) + " (version " +
+               std::to_string(hello.version >> 16) + ") does not fit node " +
+               std::to_string(cfg.node_id) + " of " + std::to_string(cfg.node_count);
+    // A port has one cable: a second link claiming the same peer port is a
+    // spoof that would attract that node's traffic. (Two cables between the
+    // same two nodes, as in ring:2, are two different peer ports.)
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p)
+        if (p != port && links_[p].up && links_[p].peer_node == hello.node_id &&
+            links_[p].peer_port == hello.port)
+            return "peer claims node " + std::to_string(hello.node_id) + " port " +
+                   port_name(hello.port) + ", which is already the peer on port " + port_name(p);
+    return std::nullopt;
+}
+
 bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
     Link& l = links_[port];
     const auto hello = decode_hello(payload);
@@ -224,18 +245,20 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
         l.rx.fail("malformed HELLO");
         return false;
     }
-    if (hello->node_id == card_.cfg().node_id || hello->node_count != card_.cfg().node_count ||
-        (hello->version >> 16) != PEACH2_VERSION_MAJOR) {
-        // A miscabled or misconfigured cluster: keep the link down and say why.
+    if (const auto why = hello_misfit(port, *hello)) {
+        // Keep the link down and say why; the stream itself is well formed,
+        // so a corrected HELLO may follow on it (and our HELLO still goes
+        // out, so that the peer can say what it thinks of us).
         card_.raise_error(PEACH2_ERR_BAD_PACKET, 0,
-                          std::string("port ") + port_name(port) + ": peer node " +
-                              std::to_string(hello->node_id) + " of " +
-                              std::to_string(hello->node_count) + " does not fit node " +
-                              std::to_string(card_.cfg().node_id) + " of " +
-                              std::to_string(card_.cfg().node_count),
+                          std::string("port ") + port_name(port) + ": " + *why + "; link down",
                           {.port = port, .node = hello->node_id});
+        if (l.up)  // a peer that changes its identity is not the one we knew
+            down(port, "peer's HELLO refused");
         return true;
     }
+    // A repeat from the peer we know changes nothing: nothing to say.
+    if (l.up && l.peer_node == hello->node_id && l.peer_port == hello->port)
+        return true;
     l.up = true;
     l.peer_node = hello->node_id;
     l.peer_port = hello->port;

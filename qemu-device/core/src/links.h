@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "byte_queue.h"
 #include "packet.h"
@@ -83,6 +84,7 @@ private:
     void down(unsigned port, const char* why);
     bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
     bool on_hello(unsigned port, std::span<const uint8_t> payload);
+    std::optional<std::string> hello_misfit(unsigned port, const peach2_hello& hello) const;
     uint32_t link_reg(unsigned port) const;
 
     Card& card_;

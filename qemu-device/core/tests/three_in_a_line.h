@@ -74,7 +74,15 @@ struct Rogue {
         peach2_core_link_connected(card, port, false);
         peach2_core_link_connected(card, port, true);
         seq = 0;
+        drain();  // the card's HELLO
         return hello(node, nodes, from);
+    }
+    // Read (and discard) what the card has sent to the rogue.
+    size_t drain() {
+        const void* p = nullptr;
+        const size_t n = peach2_core_link_tx_peek(card, port, &p);
+        peach2_core_link_tx_consume(card, port, n);
+        return n;
     }
     bool hello(uint32_t node, uint32_t nodes, uint32_t from = PEACH2_PORT_E) {
         const std::vector<uint8_t> p =
