@@ -48,8 +48,9 @@ int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
 	mutex_unlock(&p2->in_lock);
 
 	if (result) {
-		dev_err(&p2->pdev->dev, "inbound filter refused command %u for %#llx+%#llx: %s\n",
-			cmd, base, size, peach2_err_name(result));
+		dev_err_ratelimited(&p2->pdev->dev,
+				    "inbound filter refused command %u for %#llx+%#llx: %s\n",
+				    cmd, base, size, peach2_err_name(result));
 		return -EIO;
 	}
 	return 0;

@@ -234,6 +234,7 @@ struct peach2_dev {
 
 	wait_queue_head_t mbox_wq;	/* woken on PEACH2_INT_MAILBOX */
 	atomic_t mbox_events;
+	u32 link_seen[PEACH2_NR_PORTS];	/* LINK_x last logged (irq only) */
 
 	/* DMA (dma.c). */
 	struct peach2_dma_chan dma[PEACH2_DMA_CHANNELS];
