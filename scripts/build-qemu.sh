@@ -79,5 +79,5 @@ use_bin
 # Keep the newest few device builds, and any that a checkout used in the last 3 days
 # (use_bin touches it): other checkouts on this machine boot their own.
 ls -t "$QDIR"/bin/qemu-system-x86_64-* 2>/dev/null | tail -n +6 | \
-  while read -r old; do [ -n "$(find "$old" -mtime +3)" ] && rm -f "$old"; done
+  while read -r old; do if [ -n "$(find "$old" -mtime +3)" ]; then rm -f "$old"; fi; done
 say "built $BIN"
