@@ -328,6 +328,7 @@ static struct peach2_dev *peach2_dev_new(struct pci_dev *pdev)
 	init_rwsem(&p2->lock);
 	mutex_init(&p2->in_lock);
 	mutex_init(&p2->fw_lock);
+	peach2_acct_init(p2);
 	init_waitqueue_head(&p2->mbox_wq);
 	peach2_rp_init(p2);
 	cdev_init(&p2->cdev, &peach2_fops);
@@ -515,6 +516,7 @@ static int __init peach2_init(void)
 {
 	int ret;
 
+	peach2_limits_init();
 	ret = alloc_chrdev_region(&peach2_devt, 0, PEACH2_MAX_DEVICES,
 				  KBUILD_MODNAME);
 	if (ret)

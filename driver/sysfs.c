@@ -267,7 +267,16 @@ static ssize_t fault_proxy_stall_store(struct device *dev,
 }
 static DEVICE_ATTR_ADMIN_RW(fault_proxy_stall);
 
+/* What each user holds against user_max_bytes / user_max_ranges. */
+static ssize_t users_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return peach2_users_show(to_peach2_dev(dev), buf);
+}
+static DEVICE_ATTR_RO(users);
+
 static struct attribute *peach2_attrs[] = {
+	&dev_attr_users.attr,
 	&dev_attr_node_id.attr,
 	&dev_attr_fault_proxy_stall.attr,
 	&dev_attr_node_count.attr,
