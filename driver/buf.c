@@ -43,7 +43,7 @@ void peach2_file_put(struct peach2_file *ctx)
 	kref_put(&ctx->ref, peach2_file_release);
 }
 
-static void peach2_buf_free_chunks(struct peach2_buf *buf)
+void peach2_buf_free_chunks(struct peach2_buf *buf)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
 	struct device *dev = &p2->pdev->dev;
@@ -70,17 +70,31 @@ static void peach2_buf_free_chunks(struct peach2_buf *buf)
 	kvfree(buf->chunks);
 }
 
-static void peach2_buf_release(struct kref *ref)
+/* Frees @buf's memory and @buf itself. */
+void peach2_buf_destroy(struct peach2_buf *buf)
 {
-	struct peach2_buf *buf = container_of(ref, struct peach2_buf, ref);
 	struct peach2_file *ctx = buf->ctx;
 
 	/* The pci_dev outlives remove(): p2 holds a reference on it. */
-	peach2_buf_free_chunks(buf);
+	if (buf->pin)
+		peach2_pin_free(buf);
+	else
+		peach2_buf_free_chunks(buf);
 	peach2_uncharge_buf(buf);
 	atomic64_sub(buf->size, &ctx->bytes);
 	kfree(buf);
 	peach2_file_put(ctx);
+}
+
+static void peach2_buf_release(struct kref *ref)
+{
+	struct peach2_buf *buf = container_of(ref, struct peach2_buf, ref);
+
+	/* Pinned pages, or memory other nodes may still write: pin.c. */
+	if (buf->pin || buf->remote_write)
+		peach2_buf_retire(buf);
+	else
+		peach2_buf_destroy(buf);
 }
 
 void peach2_buf_put(struct peach2_buf *buf)

@@ -44,6 +44,7 @@ static int peach2_open(struct inode *inode, struct file *filp)
 	atomic64_set(&ctx->bytes, 0);
 	peach2_dma_file_init(ctx);
 	peach2_rp_file_init(ctx);
+	peach2_names_file_init(ctx);
 
 	down_read(&p2->lock);
 	if (p2->dead) {
@@ -53,6 +54,7 @@ static int peach2_open(struct inode *inode, struct file *filp)
 	}
 	get_device(&p2->dev);
 	ctx->p2 = p2;
+	ctx->serial = atomic64_inc_return(&p2->names.serials);
 	up_read(&p2->lock);
 
 	filp->private_data = ctx;
@@ -72,6 +74,7 @@ static int peach2_release(struct inode *inode, struct file *filp)
 	 * or used by a DMA run still in flight, live on until munmap or the
 	 * end of the run.
 	 */
+	peach2_names_file_release(ctx);
 	peach2_rp_file_release(ctx);
 	peach2_dma_file_release(ctx);
 	xa_for_each(&ctx->bufs, handle, buf) {
@@ -190,7 +193,8 @@ static int peach2_ioctl_free(struct peach2_file *ctx, void __user *argp)
 	xa_unlock(&ctx->bufs);
 	if (!buf)
 		return -ENOENT;
-	/* Exports of the buffer end with its handle (also while mapped). */
+	/* Exports and names of the buffer end with its handle (also while mapped). */
+	peach2_names_revoke_buf(ctx, buf);
 	peach2_rp_revoke_buf(ctx, buf);
 	peach2_buf_put(buf);
 	return 0;
@@ -273,6 +277,12 @@ static long peach2_ioctl(struct file *filp, unsigned int cmd,
 		return peach2_ioctl_unexport(ctx, argp);
 	case PEACH2_IOC_RP_SUBMIT:
 		return peach2_ioctl_rp_submit(ctx, argp);
+	case PEACH2_IOC_PIN:
+		return peach2_ioctl_pin(ctx, argp);
+	case PEACH2_IOC_PUBLISH:
+		return peach2_ioctl_publish(ctx, argp);
+	case PEACH2_IOC_UNPUBLISH:
+		return peach2_ioctl_unpublish(ctx, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -401,7 +411,8 @@ static int peach2_mmap_buf(struct peach2_file *ctx, struct vm_area_struct *vma)
 	buf = peach2_buf_lookup(ctx, slot);
 	if (!buf)
 		return -EINVAL;
-	if (vma_pages(vma) > buf->size >> PAGE_SHIFT) {
+	/* A PIN is the caller's own memory, mapped already. */
+	if (buf->pin || vma_pages(vma) > buf->size >> PAGE_SHIFT) {
 		peach2_buf_put(buf);
 		return -EINVAL;
 	}

@@ -98,16 +98,16 @@ static void peach2_acct_put(struct peach2_dev *p2, struct peach2_acct *a)
 }
 
 /*
- * Charge a new buffer of @buf->size bytes to the current process and user.
- * On failure nothing stays charged.
+ * Charge a new buffer of @buf->size bytes to the current user (PIN: its
+ * pages are charged to the process by pin.c, in locked_vm). Undone by
+ * peach2_uncharge_buf().
  */
-int peach2_charge_buf(struct peach2_buf *buf)
+int peach2_charge_user(struct peach2_buf *buf)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
-	unsigned long pages = buf->size >> PAGE_SHIFT;
 	u64 limit = READ_ONCE(peach2_user_max_bytes);
 	struct peach2_acct *a;
-	u64 held, pinned;
+	u64 held;
 
 	a = peach2_acct_get(p2);
 	if (!a)
@@ -122,7 +122,23 @@ int peach2_charge_buf(struct peach2_buf *buf)
 		return -EDQUOT;
 	}
 	buf->acct = a;
+	return 0;
+}
 
+/*
+ * Charge a new ALLOC'd buffer to the current user and process. Undone by
+ * peach2_uncharge_buf(), whatever part of it was done.
+ */
+int peach2_charge_buf(struct peach2_buf *buf)
+{
+	struct peach2_dev *p2 = buf->ctx->p2;
+	unsigned long pages = buf->size >> PAGE_SHIFT;
+	u64 pinned;
+	int ret;
+
+	ret = peach2_charge_user(buf);
+	if (ret)
+		return ret;
 	buf->mm = current->mm;
 	mmgrab(buf->mm);
 	pinned = atomic64_add_return(pages, &buf->mm->pinned_vm);
@@ -174,7 +190,8 @@ int peach2_charge_range(struct peach2_buf *buf)
 
 void peach2_uncharge_range(struct peach2_buf *buf)
 {
-	atomic_dec(&buf->acct->ranges);
+	if (buf->acct)
+		atomic_dec(&buf->acct->ranges);
 }
 
 /* sysfs `users`: one line per user holding buffers. */

@@ -331,6 +331,7 @@ static struct peach2_dev *peach2_dev_new(struct pci_dev *pdev)
 	peach2_acct_init(p2);
 	init_waitqueue_head(&p2->mbox_wq);
 	peach2_rp_init(p2);
+	peach2_pin_init(p2);
 	cdev_init(&p2->cdev, &peach2_fops);
 	p2->cdev.owner = THIS_MODULE;
 	return p2;
@@ -423,6 +424,9 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		dev_warn(dev, "read proxy unavailable (%d); continuing without it\n",
 			 ret);
+	ret = peach2_names_probe(p2);
+	if (ret)
+		goto err_rp;
 
 	pci_set_drvdata(pdev, p2);
 	ret = cdev_device_add(&p2->cdev, &p2->dev);
@@ -448,6 +452,7 @@ err_rp:
 	peach2_rp_remove(p2);
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
+	peach2_names_remove(p2);
 err_ida:
 	ida_free(&peach2_ida, p2->minor);
 err_put:
@@ -491,6 +496,8 @@ static void peach2_remove(struct pci_dev *pdev)
 	up_write(&p2->lock);
 	peach2_dma_shutdown(p2);
 	peach2_teardown_irq(p2);
+	peach2_names_remove(p2);	/* no LOOKUP can be served any more */
+	peach2_pin_remove(p2);		/* nothing writes here any more: free the quarantine */
 	unmap_mapping_range(p2->inode->i_mapping, 0, 0, 1);
 	wake_up_interruptible_all(&p2->mbox_wq);
 

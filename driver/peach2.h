@@ -79,6 +79,7 @@ struct inode;
 #define PEACH2_INT_DMA_ALL	(PEACH2_INT_DMA(PEACH2_DMA_CHANNELS) - PEACH2_INT_DMA(0))
 
 struct peach2_run;
+struct peach2_pinned;
 
 /* A DMA descriptor as the card reads it (struct peach2_desc, little endian). */
 struct peach2_desc_le {
@@ -137,6 +138,36 @@ struct peach2_rp_src {
 	unsigned long throttle_end;	/* jiffies, while @throttled */
 	u32 fails;			/* wrong key / unknown id in the window */
 	bool throttled;
+};
+
+/*
+ * Memory registration and names (pin.c, names.c): TCA Verbs. Pinned pages
+ * are registered with the inbound filter by the first buffer that pins
+ * them (@owners: pfn -> that buffer); later buffers over the same pages
+ * hold a reference on it instead. Buffers remote nodes were told to write
+ * (a name with PEACH2_NAME_WRITE) leave the filter when freed but keep
+ * their memory on @quarantine for name_quarantine_ms.
+ */
+struct peach2_names {
+	struct xarray qps;		/* QPN -> struct peach2_name */
+	struct xarray keys;		/* key >> 8 -> struct peach2_name */
+	u32 next_qp, next_key;		/* for xa_alloc_cyclic() */
+	atomic64_t serials;		/* files opened (their owner serial) */
+	void *answer;			/* LOOKUP answer staging (serving thread) */
+	dma_addr_t answer_dma;
+
+	struct mutex pin_lock;		/* @owners and filter range accounting */
+	struct xarray owners;		/* pfn -> struct peach2_buf (pinned) */
+
+	spinlock_t q_lock;		/* @quarantine */
+	struct list_head quarantine;	/* struct peach2_buf, oldest first */
+	struct delayed_work q_work;
+	bool q_stopped;			/* remove(): free at once */
+
+	atomic_t nr_names;
+	atomic64_t lookups, lookup_misses;
+	atomic64_t pinned_bufs, pinned_pages;
+	atomic64_t quarantined_bufs, quarantined_bytes;
 };
 
 /* The read proxy (rproxy.c). */
@@ -247,6 +278,7 @@ struct peach2_dev {
 	unsigned int desc_used;
 
 	struct peach2_rp rp;
+	struct peach2_names names;
 };
 
 static inline struct peach2_dev *to_peach2_dev(struct device *dev)
@@ -282,6 +314,12 @@ struct peach2_file {
 	struct mutex exp_lock;
 	struct list_head exports;	/* struct peach2_exp */
 	unsigned int nr_exports;
+
+	/* Names (names.c): this file's, under @names_lock. */
+	u64 serial;			/* node-wide: the names' owner */
+	struct mutex names_lock;
+	struct list_head names;		/* struct peach2_name */
+	unsigned int nr_names;
 };
 
 /* One coherent allocation. */
@@ -301,6 +339,11 @@ struct peach2_buf {
 	u32 handle;
 	u32 nr_chunks;
 	struct peach2_mem *chunks;	/* sorted by offset, contiguous */
+
+	struct peach2_pinned *pin;		/* PEACH2_IOC_PIN: the caller's pages */
+	bool remote_write;		/* named PEACH2_NAME_WRITE: quarantine */
+	struct list_head q_node;	/* peach2_names.quarantine */
+	unsigned long q_until;		/* jiffies */
 	/* Charged to (limits.c), from creation to release: */
 	struct peach2_acct *acct;	/* the creating user */
 	struct mm_struct *mm;		/* the creating process, mmgrab()ed */
@@ -352,6 +395,7 @@ extern const struct file_operations peach2_fops;
 /* limits.c */
 void peach2_limits_init(void);
 void peach2_acct_init(struct peach2_dev *p2);
+int peach2_charge_user(struct peach2_buf *buf);
 int peach2_charge_buf(struct peach2_buf *buf);
 void peach2_uncharge_buf(struct peach2_buf *buf);
 int peach2_charge_range(struct peach2_buf *buf);
@@ -371,6 +415,29 @@ u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 			   const struct peach2_mem *mem);
 unsigned long peach2_buf_pfn(const struct peach2_buf *buf, u64 offset);
 void peach2_file_put(struct peach2_file *ctx);
+void peach2_buf_free_chunks(struct peach2_buf *buf);
+void peach2_buf_destroy(struct peach2_buf *buf);
+
+/* pin.c */
+extern unsigned int peach2_name_quarantine_ms;
+void peach2_pin_init(struct peach2_dev *p2);
+void peach2_pin_remove(struct peach2_dev *p2);
+long peach2_ioctl_pin(struct peach2_file *ctx, void __user *argp);
+void peach2_buf_retire(struct peach2_buf *buf);
+void peach2_pin_free(struct peach2_buf *buf);
+
+/* names.c */
+extern unsigned int peach2_name_lease_ms;
+int peach2_names_probe(struct peach2_dev *p2);
+void peach2_names_remove(struct peach2_dev *p2);
+void peach2_names_file_init(struct peach2_file *ctx);
+void peach2_names_file_release(struct peach2_file *ctx);
+void peach2_names_revoke_buf(struct peach2_file *ctx, struct peach2_buf *buf);
+long peach2_ioctl_publish(struct peach2_file *ctx, void __user *argp);
+long peach2_ioctl_unpublish(struct peach2_file *ctx, void __user *argp);
+u32 peach2_names_lookup(struct peach2_dev *p2, u32 kind, u32 name, u64 offset,
+			u32 len, bool *known);
+int peach2_names_show(struct peach2_dev *p2, char *buf);
 
 /* dma.c */
 extern unsigned int peach2_dma_timeout_ms;
@@ -400,6 +467,9 @@ long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp);
 long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp);
 long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp);
 int peach2_rp_show(struct peach2_dev *p2, char *buf);
+int peach2_rp_export_buf(struct peach2_file *ctx, struct peach2_buf *buf, u64 offset,
+			 u64 len, u32 flags, u32 *id, u32 *key);
+void peach2_rp_unexport_id(struct peach2_file *ctx, u32 id);
 
 /* firmware.c */
 int peach2_fw_load(struct peach2_dev *p2, const char *name);

@@ -205,27 +205,116 @@ void peach2_rp_file_release(struct peach2_file *ctx)
 	peach2_exp_revoke(ctx, NULL);
 }
 
-long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
+/*
+ * Export [offset, offset + len) of @buf (a reference the export takes over
+ * on success) for @flags; *id and *key out. @fill, if set, runs after the
+ * id is reserved and before the export can be served or revoked (the
+ * ioctl copies the answer to user space there; an error undoes all).
+ * The caller holds ctx->exp_lock (so a FREE of the buffer that runs
+ * meanwhile finds the export and revokes it).
+ */
+static int peach2_rp_export_locked(struct peach2_file *ctx, struct peach2_buf *buf,
+				   u64 offset, u64 len, u32 flags, u32 *idp, u32 *keyp,
+				   int (*fill)(void *arg, u32 id, u32 key), void *arg)
 {
-	struct peach2_dev *p2 = ctx->p2;
-	struct peach2_rp *rp = &p2->rp;
-	struct peach2_buf *buf = NULL;
-	struct peach2_export req;
+	struct peach2_rp *rp = &ctx->p2->rp;
 	struct peach2_exp *exp;
 	u32 id;
 	int ret;
 
+	if (!rp->present)
+		return -EOPNOTSUPP;
+	if (!flags || flags & ~PEACH2_EXPORT_FLAGS_ALL || !len ||
+	    !peach2_range_ok(buf->size, offset, len))
+		return -EINVAL;
+	if (ctx->nr_exports >= PEACH2_MAX_EXPORTS_PER_FD)
+		return -ENOSPC;
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return -ENOMEM;
+
+	/* Reserve the id (it loads as NULL: not served yet). */
+	ret = xa_alloc_cyclic(&rp->exports, &id, NULL, XA_LIMIT(1, U32_MAX),
+			      &rp->next_export, GFP_KERNEL);
+	if (ret < 0) {
+		kfree(exp);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	exp->ctx = ctx;
+	exp->buf = buf;
+	exp->offset = offset;
+	exp->len = len;
+	exp->id = id;
+	exp->key = get_random_u32();
+	exp->flags = flags;
+
+	if (fill) {
+		ret = fill(arg, id, exp->key);
+		if (ret) {
+			xa_release(&rp->exports, id);
+			kfree(exp);
+			return ret;
+		}
+	}
+	/* Replaces the reservation: allocates nothing, should not fail. */
+	ret = xa_err(xa_store(&rp->exports, id, exp, GFP_KERNEL));
+	if (WARN_ON_ONCE(ret)) {
+		xa_erase(&rp->exports, id);
+		kfree(exp);
+		return ret;
+	}
+	list_add_tail(&exp->node, &ctx->exports);
+	ctx->nr_exports++;
+	atomic_inc(&rp->nr_exports);
+	*idp = id;
+	*keyp = exp->key;
+	return 0;
+}
+
+/* An export for the driver's own use (names.c); takes a new reference on @buf. */
+int peach2_rp_export_buf(struct peach2_file *ctx, struct peach2_buf *buf, u64 offset,
+			 u64 len, u32 flags, u32 *id, u32 *key)
+{
+	int ret;
+
+	kref_get(&buf->ref);
+	mutex_lock(&ctx->exp_lock);
+	ret = peach2_rp_export_locked(ctx, buf, offset, len, flags, id, key, NULL, NULL);
+	mutex_unlock(&ctx->exp_lock);
+	if (ret)
+		peach2_buf_put(buf);
+	return ret;
+}
+
+struct peach2_export_answer {
+	struct peach2_export *req;
+	void __user *argp;
+};
+
+static int peach2_export_copy_out(void *arg, u32 id, u32 key)
+{
+	struct peach2_export_answer *a = arg;
+
+	a->req->export_id = id;
+	a->req->key = key;
+	return copy_to_user(a->argp, a->req, sizeof(*a->req)) ? -EFAULT : 0;
+}
+
+long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_export_answer answer;
+	struct peach2_export req;
+	struct peach2_buf *buf;
+	u32 id, key;
+	int ret;
+
 	if (copy_from_user(&req, argp, sizeof(req)))
 		return -EFAULT;
-	if (!rp->present)
+	if (!ctx->p2->rp.present)
 		return -EOPNOTSUPP;
 	if (req.reserved[0] || req.reserved[1] || !req.flags ||
 	    req.flags & ~PEACH2_EXPORT_FLAGS_ALL || !req.len)
 		return -EINVAL;
-
-	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
-	if (!exp)
-		return -ENOMEM;
 
 	/*
 	 * Under exp_lock from the lookup of the handle to the list insertion:
@@ -235,79 +324,31 @@ long peach2_ioctl_export(struct peach2_file *ctx, void __user *argp)
 	mutex_lock(&ctx->exp_lock);
 	buf = peach2_buf_lookup(ctx, req.handle);
 	if (!buf) {
-		ret = -ENOENT;
-		goto err;
+		mutex_unlock(&ctx->exp_lock);
+		return -ENOENT;
 	}
-	if (!peach2_range_ok(buf->size, req.offset, req.len)) {
-		ret = -EINVAL;
-		goto err;
-	}
-	if (ctx->nr_exports >= PEACH2_MAX_EXPORTS_PER_FD) {
-		ret = -ENOSPC;
-		goto err;
-	}
-
-	/* Reserve the id (it loads as NULL: not served yet). */
-	ret = xa_alloc_cyclic(&rp->exports, &id, NULL, XA_LIMIT(1, U32_MAX),
-			      &rp->next_export, GFP_KERNEL);
-	if (ret < 0) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err;
-	}
-	exp->ctx = ctx;
-	exp->buf = buf;
-	exp->offset = req.offset;
-	exp->len = req.len;
-	exp->id = id;
-	exp->key = get_random_u32();
-	exp->flags = req.flags;
-
-	req.export_id = id;
-	req.key = exp->key;
-	if (copy_to_user(argp, &req, sizeof(req))) {
-		xa_release(&rp->exports, id);
-		ret = -EFAULT;
-		goto err;
-	}
-	/* Replaces the reservation: allocates nothing, should not fail. */
-	ret = xa_err(xa_store(&rp->exports, id, exp, GFP_KERNEL));
-	if (WARN_ON_ONCE(ret)) {
-		xa_erase(&rp->exports, id);
-		goto err;
-	}
-	list_add_tail(&exp->node, &ctx->exports);
-	ctx->nr_exports++;
-	atomic_inc(&rp->nr_exports);
+	answer.req = &req;
+	answer.argp = argp;
+	ret = peach2_rp_export_locked(ctx, buf, req.offset, req.len, req.flags, &id, &key,
+				      peach2_export_copy_out, &answer);
 	mutex_unlock(&ctx->exp_lock);
-	return 0;
-
-err:
-	mutex_unlock(&ctx->exp_lock);
-	if (buf)
+	if (ret)
 		peach2_buf_put(buf);
-	kfree(exp);
 	return ret;
 }
 
-long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp)
+/* Ends export @id of @ctx: 0 or -ENOENT. */
+static int peach2_rp_unexport(struct peach2_file *ctx, u32 id)
 {
 	struct peach2_dev *p2 = ctx->p2;
 	struct peach2_rp *rp = &p2->rp;
-	struct peach2_unexport req;
 	struct peach2_exp *exp;
-
-	if (copy_from_user(&req, argp, sizeof(req)))
-		return -EFAULT;
-	if (!rp->present)
-		return -EOPNOTSUPP;
-	if (req.flags)
-		return -EINVAL;
 
 	mutex_lock(&ctx->exp_lock);
 	xa_lock(&rp->exports);
-	exp = xa_load(&rp->exports, req.export_id);
+	exp = xa_load(&rp->exports, id);
 	if (exp && exp->ctx == ctx)
-		__xa_erase(&rp->exports, req.export_id);
+		__xa_erase(&rp->exports, id);
 	else
 		exp = NULL;		/* unknown, reserved, or another file's */
 	xa_unlock(&rp->exports);
@@ -321,6 +362,24 @@ long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp)
 		return -ENOENT;
 	peach2_exp_free(p2, exp);
 	return 0;
+}
+
+void peach2_rp_unexport_id(struct peach2_file *ctx, u32 id)
+{
+	peach2_rp_unexport(ctx, id);
+}
+
+long peach2_ioctl_unexport(struct peach2_file *ctx, void __user *argp)
+{
+	struct peach2_unexport req;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (!ctx->p2->rp.present)
+		return -EOPNOTSUPP;
+	if (req.flags)
+		return -EINVAL;
+	return peach2_rp_unexport(ctx, req.export_id);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -360,6 +419,11 @@ static int peach2_rp_submit_valid(const struct peach2_rp_submit *req)
 	case PEACH2_RP_OP_READ:
 		if (req->len < 4 || req->len > PEACH2_RP_MAX_LEN ||
 		    req->len % 4 || req->operand[0] || req->operand[1])
+			return -EINVAL;
+		break;
+	case PEACH2_RP_OP_LOOKUP: /* names.c answers it on the target */
+		if (req->len < PEACH2_LOOKUP_MIN || req->len > PEACH2_LOOKUP_MAX ||
+		    req->len % 16 || req->operand[0] || req->operand[1])
 			return -EINVAL;
 		break;
 	case PEACH2_RP_OP_CAS:
@@ -433,11 +497,14 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 			      sizeof(struct peach2_rp_cpl), &cpl);
 	if (ret)
 		return ret;
-	if (req.op == PEACH2_RP_OP_READ) {
+	if (req.op == PEACH2_RP_OP_READ || req.op == PEACH2_RP_OP_LOOKUP) {
 		ret = peach2_rp_local(ctx, req.reply_handle, req.reply_offset,
 				      req.len, &reply);
 		if (ret)
 			return ret;
+		/* The answer comes from 16-byte aligned staging memory. */
+		if (req.op == PEACH2_RP_OP_LOOKUP && reply % 16)
+			return -EINVAL;
 	}
 
 	/* struct peach2_rp_req; src_node is the receiving card's to fill. */
@@ -547,6 +614,15 @@ static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
 			return PEACH2_ERR_RP_BAD_REQUEST;
 		need = PEACH2_EXPORT_ATOMIC;
 		break;
+	case PEACH2_RP_OP_LOOKUP:
+		if (r->len < PEACH2_LOOKUP_MIN || r->len > PEACH2_LOOKUP_MAX || r->len % 16 ||
+		    r->reply % 16 || check_add_overflow(r->reply, (u64)r->len, &end) ||
+		    end > p2->host_size)
+			return PEACH2_ERR_RP_BAD_REQUEST;
+		if (r->seq <= rp->src[r->src_node].last_seq)
+			return PEACH2_ERR_RP_REPLAY;
+		/* The answer goes into the names' staging memory. */
+		return peach2_names_lookup(p2, r->export_id, r->key, r->addr, r->len, idp);
 	default:
 		return PEACH2_ERR_RP_BAD_REQUEST;
 	}
@@ -642,6 +718,11 @@ static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
 				       base + r->reply + done, piece, 0);
 			done += piece;
 		}
+	}
+
+	if (!status && r->op == PEACH2_RP_OP_LOOKUP) {
+		peach2_rp_desc(&rp->descs[n++], p2->names.answer_dma, base + r->reply, r->len, 0);
+		done = r->len;
 	}
 
 	cpl->value = cpu_to_le64(value);
@@ -869,18 +950,23 @@ static u32 peach2_rp_decide(struct peach2_dev *p2, const struct peach2_rp_req *r
 	}
 	/* Accepted: only now does its seq count. */
 	rp->src[r->src_node].last_seq = r->seq;
-	if (r->op != PEACH2_RP_OP_READ)
+	if (r->op == PEACH2_RP_OP_CAS || r->op == PEACH2_RP_OP_FAA)
 		*value = peach2_rp_atomic(r, *bufp, *offp);
 	return 0;
 }
 
 /* A reply went out: count what was served. */
-static void peach2_rp_served(struct peach2_rp *rp, const struct peach2_rp_req *r)
+static void peach2_rp_served(struct peach2_dev *p2, const struct peach2_rp_req *r)
 {
+	struct peach2_rp *rp = &p2->rp;
+
 	switch (r->op) {
 	case PEACH2_RP_OP_READ:
 		atomic64_inc(&rp->stats.served_read);
 		atomic64_add(r->len, &rp->stats.read_bytes);
+		break;
+	case PEACH2_RP_OP_LOOKUP:
+		atomic64_inc(&p2->names.lookups);
 		break;
 	case PEACH2_RP_OP_CAS:
 		atomic64_inc(&rp->stats.served_cas);
@@ -928,11 +1014,12 @@ static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
 		return;
 	status = peach2_rp_decide(p2, &r, &buf, &off, &value);
 	peach2_rp_build(p2, &r, buf, off, status, value);
-	code = peach2_rp_run(p2, status ? 0 : r.len, true);
+	/* A LOOKUP answer is small, from the names' staging memory. */
+	code = peach2_rp_run(p2, status || r.op == PEACH2_RP_OP_LOOKUP ? 0 : r.len, true);
 	if (code)
 		peach2_rp_reply_failed(p2, &r, code, value);
 	else if (!status)
-		peach2_rp_served(rp, &r);
+		peach2_rp_served(p2, &r);
 
 	if (rp->wedged) {
 		/*

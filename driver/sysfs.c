@@ -267,6 +267,12 @@ static ssize_t fault_proxy_stall_store(struct device *dev,
 }
 static DEVICE_ATTR_ADMIN_RW(fault_proxy_stall);
 
+static ssize_t verbs_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return peach2_names_show(to_peach2_dev(dev), buf);
+}
+static DEVICE_ATTR_RO(verbs);
+
 /* What each user holds against user_max_bytes / user_max_ranges. */
 static ssize_t users_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
@@ -276,6 +282,7 @@ static ssize_t users_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(users);
 
 static struct attribute *peach2_attrs[] = {
+	&dev_attr_verbs.attr,
 	&dev_attr_users.attr,
 	&dev_attr_node_id.attr,
 	&dev_attr_fault_proxy_stall.attr,

@@ -27,6 +27,10 @@ speaks the command protocol of scripts/guest/init over:
     host:  "<command>\\n"                             one line
     guest: <output> "\\n@@RC <rc>\\n"                 the newline before @@RC is framing
 
+ttyS2 is a second socket with the same framing (no READY line) for read-only queries beside
+a running command: Cluster.status() collects every node's `peach2-info --json` over it
+(scripts/cluster_status.py prints the table and draws the cabling; docs/status.md).
+
 Cabling: N=2: node0.E <-> node1.W; N>=3: a ring,
 node i E <-> node (i+1)%N W. Every cable is one unix socket in the run directory; the
 E side listens (server=on,wait=off), the W side connects (reconnect=1).
@@ -232,6 +236,7 @@ def node_paths(run_dir, i, boot=0):
         "console": os.path.join(run_dir, "console-%d%s.log" % (i, sfx)),
         "stderr": os.path.join(run_dir, "qemu-%d%s.log" % (i, sfx)),
         "chan": os.path.join(run_dir, "chan-%d.sock" % i),
+        "info": os.path.join(run_dir, "info-%d.sock" % i),  # status channel (ttyS2)
         "chanlog": os.path.join(run_dir, "chan-%d%s.log" % (i, sfx)),
     }
 
@@ -290,7 +295,7 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
     """The full argv of node i's QEMU. root_image: the Debian root (a read-only virtio
     disk, /dev/vda, shared by all nodes); network: a NIC on the management network."""
     p = node_paths(run_dir, i, boot)
-    for k in ("console", "chan"):
+    for k in ("console", "chan", "info"):
         _check_path(p[k])
     cargs, props = link_args(i, n, run_dir, cables, tcp_ports)
     append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
@@ -308,6 +313,8 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
             "-chardev", "file,id=con,path=%s" % p["console"], "-serial", "chardev:con",
             "-chardev", "socket,id=cmd,path=%s,server=on,wait=off" % p["chan"],
             "-serial", "chardev:cmd",
+            "-chardev", "socket,id=info,path=%s,server=on,wait=off" % p["info"],
+            "-serial", "chardev:info",
             "-global", "q35-pcihost.pci-hole64-size=64G"]
     for d in FIRMWARE_DIRS:
         argv += ["-L", d]
@@ -449,6 +456,9 @@ class Node:
         self.ready_id = None    # the node=... word of the READY line
         self.banner = ""        # what init printed on ttyS1 before READY
         self.pending = 0        # commands that timed out and may still print
+        self.info_lock = threading.Lock()  # the status channel: one query at a time
+        self.info_sock = None
+        self.info_seq = 0
 
     # -- process --------------------------------------------------------------
     def launch(self):
@@ -457,10 +467,12 @@ class Node:
         self.paths = node_paths(c.run_dir, self.index, self.boot)
         self.consoles.append(self.paths["console"])
         argv = c.argv(self.index, self.boot)
-        try:  # a stale socket of an earlier boot: connect() must not find it
-            os.unlink(self.paths["chan"])
-        except FileNotFoundError:
-            pass
+        self.close_info()
+        for k in ("chan", "info"):
+            try:  # a stale socket of an earlier boot: connect() must not find it
+                os.unlink(self.paths[k])
+            except FileNotFoundError:
+                pass
         with open(self.paths["stderr"], "wb") as err:
             err.write(("# " + " ".join(shlex.quote(a) for a in argv) + "\n").encode())
             err.flush()
@@ -539,6 +551,49 @@ class Node:
         if self.reader is not None:
             self.reader.join(timeout=5)
             self.reader = None
+
+    def close_info(self):
+        if self.info_sock is not None:
+            self.info_sock.close()
+            self.info_sock = None
+
+    def query(self, cmd, timeout):
+        """Run a short command on the status channel (ttyS2, served beside the command
+        channel by scripts/guest/init): (rc, output). For read-only queries while a job
+        holds the command channel; each query is tagged, so that the output of one that
+        timed out is never taken for the next one's."""
+        with self.info_lock:
+            deadline = time.monotonic() + timeout
+            self.info_seq += 1
+            tag = b"@@Q%d\n" % self.info_seq
+            try:
+                if self.info_sock is None:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    s.settimeout(timeout)
+                    s.connect(self.paths["info"])
+                    self.info_sock = s
+                self.info_sock.sendall(b"echo @@Q%d; %s\n" % (self.info_seq, cmd.encode()))
+                buf = b""
+                while True:
+                    at = buf.find(tag)
+                    m = RC_RE.search(buf, at + len(tag)) if at >= 0 else None
+                    if m:
+                        return int(m.group(1)), buf[at + len(tag):m.start()].decode("utf-8", "replace")
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise socket.timeout()
+                    self.info_sock.settimeout(left)
+                    data = self.info_sock.recv(65536)
+                    if not data:
+                        raise OSError("the status channel closed")
+                    buf += data
+            except socket.timeout:
+                self.close_info()
+                raise CommandTimeout("node%d: %r did not answer on the status channel in %s s"
+                                     % (self.index, cmd, timeout))
+            except OSError as e:
+                self.close_info()
+                raise ClusterError("node%d: status channel %s: %s" % (self.index, self.paths["info"], e))
 
     # -- protocol ------------------------------------------------------------
     def wait_for(self, regex, deadline, what):
@@ -802,6 +857,7 @@ class Cluster:
                 node.proc.kill()
                 node.proc.wait()
             node.close_channel()
+            node.close_info()
         self._stop_switch()
         _live.discard(self)
         if self.keep:
@@ -893,6 +949,39 @@ class Cluster:
                 raise e
         return results
 
+    # -- status ------------------------------------------------------------------
+    def status(self, timeout=30, nodes=None):
+        """Every node's `peach2-info --json` through the status channels, in parallel:
+        a cluster_status.ClusterStatus (.table(), .draw(path), .nodes, .links). Read-only
+        (PCI config and sysfs reads) and quick, so it may be called while jobs run on the
+        command channels. A node whose QEMU is not running is "down"; its cables are judged
+        from the other end."""
+        import cluster_status  # scripts/cluster_status.py (matplotlib only when drawing)
+        nodes = list(range(self.n)) if nodes is None else list(nodes)
+        result = [None] * self.n
+
+        def one(i):
+            nd = self._node(i)
+            if not nd.alive():
+                result[i] = cluster_status.NodeStatus(i, "down", None, "QEMU is not running")
+                return
+            try:
+                rc, out = nd.query("peach2-info --json 2>/dev/null", timeout)
+            except ClusterError as e:
+                result[i] = cluster_status.NodeStatus(i, "error", None, str(e).splitlines()[0])
+                return
+            result[i] = cluster_status.node_status_from_output(i, rc, out)
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(self.n):
+            if result[i] is None:
+                result[i] = cluster_status.NodeStatus(i, "unknown", None, "not asked")
+        return cluster_status.ClusterStatus(result, self.cables, self.topology)
+
     # -- logs --------------------------------------------------------------------
     def console_log(self, node):
         """The kernel console (ttyS0) of a node, all boots concatenated."""
@@ -936,6 +1025,19 @@ def _print_result(i, rc, out):
     sys.stdout.flush()
 
 
+def _print_status(c, picture):
+    st = c.status()
+    sys.stdout.write(st.table())
+    if picture:
+        try:
+            st.draw(picture)
+            print("cabling drawn to %s" % picture)
+        except (ImportError, OSError, ValueError) as e:
+            print("cannot draw the cabling to %s: %s" % (picture, e), file=sys.stderr)
+    sys.stdout.flush()
+    return st
+
+
 def _interactive(c):
     try:
         import readline  # noqa: F401  (line editing and history for input())
@@ -944,7 +1046,8 @@ def _interactive(c):
     cur = 0
     print("cluster of %d node(s); run dir %s" % (c.n, c.run_dir))
     print("commands run on the current node; ':node <i>' switches, ':all <cmd>' runs on "
-          "every node, ':console [<i>]' shows the console tail, ':quit' (or EOF) stops.")
+          "every node, ':console [<i>]' shows the console tail, ':status [FILE.png|svg]' "
+          "shows every card and cable, ':quit' (or EOF) stops.")
     while True:
         try:
             line = input("node%d> " % cur)
@@ -970,6 +1073,9 @@ def _interactive(c):
             if line.startswith(":all "):
                 for i, (rc, out) in enumerate(c.run_all(line[5:])):
                     _print_result(i, rc, out)
+                continue
+            if line.startswith(":status"):
+                _print_status(c, line[7:].strip() or None)
                 continue
             if line.startswith(":console"):
                 arg = line[8:].strip()
@@ -1026,6 +1132,12 @@ def main(argv=None):
     ap.add_argument("--qemu-arg", action="append", metavar="ARG",
                     help="extra QEMU argument (repeatable; e.g. --qemu-arg=-trace)")
     ap.add_argument("--no-device", action="store_true", help="boot without the peach2 card")
+    ap.add_argument("--status", action="store_true",
+                    help="after the command (or right after boot if none): every node's "
+                         "peach2-info as a table, and the cabling drawn to --status-picture")
+    ap.add_argument("--status-picture", metavar="FILE", default=None,
+                    help="where --status draws the cabling: .png or .svg (default "
+                         "peach2-status.png in the current directory); implies --status")
     ap.add_argument("--print-cmdline", action="store_true",
                     help="print each node's QEMU command line and exit")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- command to run on every node "
@@ -1035,8 +1147,10 @@ def main(argv=None):
     cmd = " ".join(cmd)
     if a.nodes is not None and a.nodes < 1:
         ap.error("--nodes must be >= 1")
-    if not cmd and not a.interactive and not a.print_cmdline:
-        ap.error("give a command after --, or --interactive")
+    if a.status_picture:
+        a.status = True
+    if not cmd and not a.interactive and not a.print_cmdline and not a.status:
+        ap.error("give a command after --, --status or --interactive")
     if a.nodes is None and a.topology is None:
         a.nodes = 2
     c = Cluster(a.nodes, topology=a.topology, transport="tcp" if a.tcp else "unix",
@@ -1055,11 +1169,13 @@ def main(argv=None):
         with c:
             if a.interactive:
                 rc = _interactive(c)
-            else:
+            elif cmd:
                 for i, (r, out) in enumerate(c.run_all(cmd, timeout=a.timeout)):
                     _print_result(i, r, out)
                     if r != 0:
                         rc = 1
+            if a.status:
+                _print_status(c, a.status_picture or "peach2-status.png")
             for i in range(c.n):
                 for line in c.kernel_problems(i):
                     print("[node%d] kernel problem on the console: %s" % (i, line),

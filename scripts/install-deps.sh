@@ -17,6 +17,10 @@ PKGS=(
   "linux-headers-${KVER}" busybox-static pciutils cpio squashfs-tools
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
+  # peach2-info (userlib/tools/info): libpci (lspci's library), JSON output
+  libpci-dev nlohmann-json3-dev
+  # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs
+  libibverbs-dev ibverbs-utils perftest
   # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
   python3-matplotlib
   # static checkers for driver/

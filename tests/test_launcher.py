@@ -85,7 +85,7 @@ def test_link_chardevs(n):
                 assert "server" not in ch
                 clients.setdefault(path, []).append((i, port))
         # every link chardev is used by the device
-        link_ids = {cid for cid, ch in chardevs.items() if cid not in ("con", "cmd")}
+        link_ids = {cid for cid, ch in chardevs.items() if cid not in ("con", "cmd", "info")}
         assert link_ids == {dev[k] for k in dev if k.startswith("port-")}
     cables = cm.cabling(n)
     assert len(servers) == len(cables) and set(servers) == set(clients)
@@ -116,9 +116,9 @@ def test_qemu_argv_basics():
     assert append == "console=ttyS0 loglevel=4 panic=-1 peach2.node=1"
     assert argv[-2:] == ["-trace", "peach2*"]
     assert parse_device(argv)["foo"] == "bar"
-    # serial 0 = console file, serial 1 = command socket
+    # serial 0 = console file, serial 1 = command socket, serial 2 = status socket
     serials = [argv[k + 1] for k, a in enumerate(argv) if a == "-serial"]
-    assert serials == ["chardev:con", "chardev:cmd"]
+    assert serials == ["chardev:con", "chardev:cmd", "chardev:info"]
     ch = parse_chardevs(argv)
     assert ch["con"]["_backend"] == "file" and ch["con"]["path"].startswith(RUN + "/")
     assert ch["cmd"]["server"] == "on" and ch["cmd"]["wait"] == "off"
@@ -128,7 +128,7 @@ def test_qemu_argv_basics():
 def test_no_device():
     argv = cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", with_device=False)
     assert "-device" not in argv
-    assert set(parse_chardevs(argv)) == {"con", "cmd"}
+    assert set(parse_chardevs(argv)) == {"con", "cmd", "info"}
 
 
 def test_bad_paths_rejected():

@@ -21,7 +21,8 @@
 
 #include "peach2_dma_rules.h" /* enum peach2_dma_rule, for the refusal report */
 
-#define PEACH2_ABI_VERSION 3 /* 2: DMA ioctls; 3: read proxy (export, get, atomics) */
+#define PEACH2_ABI_VERSION 4 /* 2: DMA ioctls; 3: read proxy (export, get, atomics);
+			      * 4: pinned memory, names, LOOKUP (TCA Verbs) */
 
 #define PEACH2_DEV_PREFIX "peach2-" /* /dev/peach2-<n>, n = probe order */
 
@@ -316,5 +317,117 @@ struct peach2_rp_submit {
 #define PEACH2_IOC_EXPORT        _IOWR(PEACH2_IOC_MAGIC, 0x20, struct peach2_export)
 #define PEACH2_IOC_UNEXPORT      _IOW(PEACH2_IOC_MAGIC, 0x21, struct peach2_unexport)
 #define PEACH2_IOC_RP_SUBMIT     _IOWR(PEACH2_IOC_MAGIC, 0x22, struct peach2_rp_submit)
+
+/* ---- Registered memory (ABI 4) -------------------------------------------
+ * PIN pins [addr, addr + len) of the caller's own memory (malloc'ed, stack,
+ * any private or shared mapping it may write; not another device's) and
+ * registers its pages with the card. The result is a buffer handle like
+ * ALLOC's: CHUNKS, DMA transfers, EXPORT, PUBLISH and FREE work on it, mmap
+ * does not (the memory is mapped already). Offset 0 of the buffer is the
+ * first byte of addr's page; `offset` says where addr lies. The pages stay
+ * pinned until FREE, close() or exit (see PUBLISH for a quarantine); they
+ * count against RLIMIT_MEMLOCK (unless CAP_IPC_LOCK) and max_alloc_per_fd,
+ * and every physically contiguous run takes one of the card's inbound filter
+ * ranges (ENOSPC when the card's table is full).
+ */
+#define PEACH2_PIN_FLAGS_ALL 0u
+struct peach2_pin {
+	__u64 addr;           /* in: first byte */
+	__u64 len;            /* in: bytes, > 0 */
+	__u32 flags;          /* in: must be 0 */
+	__u32 handle;         /* out: buffer handle, never 0 */
+	__u64 offset;         /* out: addr - first page */
+	__u64 size;           /* out: buffer bytes (whole pages) */
+	__u32 nr_chunks;      /* out: physically contiguous pieces */
+	__u32 pad0;           /* must be 0 */
+	__u64 reserved[2];    /* must be 0 */
+};
+
+/* ---- Names (ABI 4) ---------------------------------------------------------
+ * PUBLISH gives [offset, offset + len) of one of the file's buffers a name
+ * that is unique on this node within its kind: QP numbers (24 bits) or
+ * memory keys (32 bits). Any node, this one included, can look a name up
+ * through the read proxy (PEACH2_RP_OP_LOOKUP): this node's driver answers
+ * with the range's pieces, the flags, group and info given here, the
+ * publishing file's serial (`owner`), and an export of the range that it
+ * created for the READ/ATOMIC flags. A name ends with UNPUBLISH, FREE of its
+ * buffer, or the file's release; a LOOKUP then answers RP_NOT_EXPORTED.
+ *
+ * PEACH2_NAME_WRITE says remote nodes will write the range (the driver
+ * cannot stop them: the card's inbound filter admits every registered
+ * page). Such a buffer's memory is not given back at once when it is freed:
+ * its pages leave the card's filter at once, but stay allocated (pinned)
+ * for name_quarantine_ms, so that a writer still holding a stale
+ * translation writes nowhere (the card refuses it) rather than into pages
+ * reused by someone else. Writers must look names up again at least every
+ * name_lease_ms (info.lease_ms in the LOOKUP reply), which is shorter.
+ */
+#define PEACH2_NAME_QP       1u  /* QP numbers: 0x100 .. 0xffffff */
+#define PEACH2_NAME_KEY      2u  /* memory keys: index << 8 | 8 random bits */
+#define PEACH2_NAME_WRITE    (1u << 0) /* remote writers (quarantine on free) */
+#define PEACH2_NAME_READ     (1u << 1) /* export the range for READ */
+#define PEACH2_NAME_ATOMIC   (1u << 2) /* export the range for CAS/FAA */
+#define PEACH2_NAME_FLAGS_ALL 0x7u
+#define PEACH2_NAME_INFO     32u /* opaque bytes a publisher attaches */
+
+struct peach2_publish {
+	__u32 handle;         /* in: buffer of this file */
+	__u32 kind;           /* in: PEACH2_NAME_QP or PEACH2_NAME_KEY */
+	__u64 offset;         /* in: first byte in the buffer */
+	__u64 len;            /* in: bytes, > 0, inside the buffer */
+	__u32 flags;          /* in: PEACH2_NAME_* */
+	__u32 group;          /* in: the publisher's grouping (Verbs: its PD) */
+	__u8 info[PEACH2_NAME_INFO]; /* in: returned as is by LOOKUP */
+	__u32 name;           /* out: never 0 */
+	__u32 export_id;      /* out: with READ/ATOMIC, else 0 */
+	__u32 key;            /* out: the export's key, else 0 */
+	__u32 pad0;           /* must be 0 */
+	__u64 reserved[2];    /* must be 0 */
+};
+
+struct peach2_unpublish {
+	__u32 kind;
+	__u32 name;
+};
+
+/*
+ * PEACH2_RP_OP_LOOKUP (a read-proxy request the target's driver serves; the
+ * cards carry any op): export_id = kind, key = name, addr = byte offset into
+ * the published range, len = reply bytes (PEACH2_LOOKUP_MIN ..
+ * PEACH2_LOOKUP_MAX, a multiple of 16), reply = where the answer goes (16-byte
+ * aligned, inside one chunk of the caller's buffer, as for READ). The answer
+ * is a struct peach2_lookup with as many pieces as fit, from `offset` on
+ * (the first piece starts at `offset`). Status: 0, RP_NOT_EXPORTED (no such
+ * name), RP_RANGE (offset not below len), RP_BAD_REQUEST (kind, len).
+ */
+#define PEACH2_RP_OP_LOOKUP  4u
+#define PEACH2_LOOKUP_MIN    128u
+#define PEACH2_LOOKUP_MAX    4096u
+
+struct peach2_lookup_piece {
+	__u64 global_addr;    /* window address (the target's node slice) */
+	__u64 len;
+};
+
+struct peach2_lookup {
+	__u32 kind;
+	__u32 name;
+	__u32 flags;          /* PEACH2_NAME_* as published */
+	__u32 group;
+	__u64 owner;          /* serial of the publishing file (node-wide) */
+	__u64 len;            /* bytes published */
+	__u64 offset;         /* of the first piece (the request's addr) */
+	__u32 export_id;      /* READ/ATOMIC export of the whole range, or 0 */
+	__u32 key;
+	__u32 nr_pieces;      /* pieces that follow */
+	__u32 lease_ms;       /* re-look the name up within this (WRITE) */
+	__u8 info[PEACH2_NAME_INFO];
+	__u64 reserved;       /* 0 */
+	struct peach2_lookup_piece pieces[]; /* (len - 96) / 16 at most */
+};
+
+#define PEACH2_IOC_PIN       _IOWR(PEACH2_IOC_MAGIC, 0x30, struct peach2_pin)
+#define PEACH2_IOC_PUBLISH   _IOWR(PEACH2_IOC_MAGIC, 0x31, struct peach2_publish)
+#define PEACH2_IOC_UNPUBLISH _IOW(PEACH2_IOC_MAGIC, 0x32, struct peach2_unpublish)
 
 #endif /* PEACH2_UAPI_H */

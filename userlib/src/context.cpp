@@ -29,6 +29,8 @@ int check_info(const peach2_info& i) noexcept {
     return 0;
 }
 
+}  // namespace
+
 // Converts the driver's chunk list into handle pieces covering exactly the
 // first `size` bytes, checking that the pieces are contiguous in the buffer.
 int pieces_from(const std::vector<peach2_chunk>& raw, std::size_t size,
@@ -45,8 +47,6 @@ int pieces_from(const std::vector<peach2_chunk>& raw, std::size_t size,
     }
     return pos == size ? 0 : TCA_EDEVICE;
 }
-
-}  // namespace
 
 int DriverBuffer::release() noexcept {
     map.reset();  // unmap first: the driver may refuse to free a mapped buffer
@@ -152,22 +152,34 @@ int Context::free(void* ptr) {
     return rc;
 }
 
-int Context::locate(const void* ptr, Located* out) const noexcept {
+int Context::locate(const void* ptr, std::uint64_t len, Located* out) const noexcept {
     const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-    auto it = buffers_.upper_bound(addr);
-    if (it == buffers_.begin())
-        return TCA_ENOTBUF;
-    --it;
-    const std::uint64_t offset = addr - it->first;
-    if (offset >= it->second->size)
-        return TCA_ENOTBUF;
-    *out = Located{it->first, it->second.get(), offset};
-    return 0;
+    if (auto it = buffers_.upper_bound(addr); it != buffers_.begin()) {
+        --it;
+        const std::uint64_t offset = addr - it->first;
+        if (offset < it->second->size) {
+            *out = Located{it->first, it->second.get(), offset};
+            return 0;
+        }
+    }
+    // Registrations may overlap: the first (from the highest start below
+    // addr) that holds the whole range.
+    if (len == 0)
+        len = 1;
+    for (auto it = registered_.upper_bound(addr); it != registered_.begin();) {
+        --it;
+        const std::uint64_t offset = addr - it->first;
+        if (offset < it->second->size && len <= it->second->size - offset) {
+            *out = Located{it->first, it->second.get(), offset};
+            return 0;
+        }
+    }
+    return TCA_ENOTBUF;
 }
 
 int Context::handle_for(const void* ptr, std::size_t size, tcaHandle* out) const noexcept {
     Located at{};
-    if (int rc = locate(ptr, &at))
+    if (int rc = locate(ptr, size, &at))
         return rc;
     return make_handle(info_.node_id, at.buf->pieces, at.offset, size, out);
 }
@@ -177,7 +189,7 @@ int Context::handle_for(const void* ptr, std::size_t size, tcaHandle* out) const
 // handles are traced back to a tcaMalloc buffer of this process.
 int Context::local_side(const void* ptr, std::uint64_t len, DmaSide* out) const noexcept {
     Located at{};
-    if (int rc = locate(ptr, &at))
+    if (int rc = locate(ptr, len, &at))
         return rc;
     const DriverBuffer& b = *at.buf;
     if (!range_fits(at.offset, len, b.size))
@@ -235,7 +247,7 @@ int Context::handle_side(const tcaHandle& h, std::uint64_t offset, std::uint64_t
 int Context::export_range(const void* ptr, std::size_t size, std::uint32_t peach2_flags,
                           tcaHandle* out) {
     Located at{};
-    if (int rc = locate(ptr, &at))
+    if (int rc = locate(ptr, size, &at))
         return rc;
     const DriverBuffer& b = *at.buf;
     const std::uint64_t offset = at.offset;

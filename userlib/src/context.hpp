@@ -75,6 +75,17 @@ public:
     // The same without the library mutex: nullptr before the first use.
     RpState* rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
 
+    // Registered memory (names.cpp): pins [ptr, ptr + size) of
+    // this process's memory as a driver buffer; ends one such registration.
+    int register_memory(void* ptr, std::size_t size);
+    int deregister_memory(void* ptr, std::size_t size);
+
+    // Names (names.cpp).
+    int publish(const void* ptr, std::size_t size, peach2_publish* req);
+    int unpublish(std::uint32_t kind, std::uint32_t name);
+    // The buffer lookup answers land in (created on first use).
+    int lookup_buffer(DriverBuffer** out);
+
     // Per-peer exchange bookkeeping (see exchange.hpp, the handshake).
     PeerHistory& history(std::uint32_t peer) { return history_.at(peer); }
     bool& exchange_busy(std::uint32_t peer) { return busy_.at(peer); }
@@ -88,8 +99,9 @@ private:
         const DriverBuffer* buf;
         std::uint64_t offset;  // of ptr inside it
     };
-    // 0, or TCA_ENOTBUF when ptr is in none of them.
-    int locate(const void* ptr, Located* out) const noexcept;
+    // 0, or TCA_ENOTBUF when ptr is in none of them. A tcaMalloc buffer
+    // that holds ptr wins; else a registration that holds [ptr, ptr + len).
+    int locate(const void* ptr, std::uint64_t len, Located* out) const noexcept;
 
     UniqueFd fd_;  // declared first: closed last
     peach2_info info_{};
@@ -104,6 +116,11 @@ private:
         std::uint64_t len;
     };
     std::map<std::uint64_t, ChunkRef> by_global_;
+    // Registrations (tcaRegister), by the address of their first page; they
+    // may overlap. No by_global_ entries: on this node they are named by
+    // pointer.
+    std::multimap<std::uintptr_t, std::unique_ptr<DriverBuffer>> registered_;
+    std::unique_ptr<DriverBuffer> lookup_buf_;
     std::unique_ptr<DmaState> dma_;
     struct ExportRef {
         std::uintptr_t buffer;  // the buffer's address (buffers_ key)

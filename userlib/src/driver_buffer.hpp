@@ -5,6 +5,7 @@
 // library uses itself (the completion records of the read proxy).
 #pragma once
 
+#include <peach2/peach2_uapi.h>
 #include <sys/mman.h>
 #include <tca/tca.h>
 #include <unistd.h>
@@ -107,4 +108,9 @@ private:
     int fd_;                // borrowed from the Context
     std::uint32_t handle_;  // driver's name for the buffer; 0 = freed
 };
+
+// The driver's chunk list of a buffer as handle pieces covering exactly its
+// first `size` bytes (TCA_EDEVICE if they are not contiguous in order).
+int pieces_from(const std::vector<peach2_chunk>& raw, std::size_t size, std::vector<tcaChunk>* out);
+
 }  // namespace tca

@@ -62,8 +62,9 @@ RpOp::Sent RpOp::submit(Piece& pc, std::uint64_t now_ns) {
     s.export_id = target_.export_id;
     s.key = target_.key;
     s.addr = pc.p.addr;
-    s.len = target_.op == PEACH2_RP_OP_READ ? pc.p.len : 8;
-    if (target_.op == PEACH2_RP_OP_READ) {
+    const bool reply = target_.op == PEACH2_RP_OP_READ || target_.op == PEACH2_RP_OP_LOOKUP;
+    s.len = reply ? pc.p.len : 8;
+    if (reply) {
         s.reply_handle = reply_buffer_;
         s.reply_offset = pc.p.reply_offset;
     }
@@ -146,7 +147,7 @@ void RpOp::answered(Piece& pc, std::uint64_t now_ns) {
         fail(TCA_ENOTEXPORTED, c.status);
     } else if (c.status != 0) {
         fail(TCA_EREMOTE, c.status);
-    } else if (target_.op == PEACH2_RP_OP_READ) {
+    } else if (target_.op == PEACH2_RP_OP_READ || target_.op == PEACH2_RP_OP_LOOKUP) {
         if (c.len != pc.p.len)
             fail(TCA_EDEVICE, 0);  // success must deliver everything
         else

@@ -536,6 +536,85 @@ TCA_API int tcaCancel(tcaRequest *req);
 /* The request timeout in milliseconds (10000, or $TCA_RP_TIMEOUT_MS). */
 TCA_API int tcaRequestTimeoutMs(void);
 
+/* ---- Registered memory: any memory of this process ------------------------ */
+
+/* tcaRegister pins [ptr, ptr + size) of this process's own memory (malloc,
+ * stack, any mapping it may write) and registers its pages with the card,
+ * so that it serves as tcaMalloc memory does: DMA source (tcaDmaStart with
+ * `src` in it), get destination, tcaGetHandle, tcaExport, tcaPublish.
+ * Remote nodes then write it like any buffer. Whole pages are pinned (the
+ * range is rounded out to pages; the rounded range counts for exports and
+ * handles) until tcaDeregister with the same ptr and size, tcaFinalize or
+ * exit. Pinned pages count against RLIMIT_MEMLOCK. Registrations may
+ * overlap; a pointer is looked up in tcaMalloc buffers first, then in the
+ * registrations (newest first) that hold the whole range it is used with.
+ * A handle of registered memory names it for other nodes; on this node,
+ * use pointers (DMA and gets take them).
+ * Errors: -EINVAL (NULL, size 0), -EFAULT (not this process's writable
+ * memory), -ENOMEM (RLIMIT_MEMLOCK, the driver's per-process limit, memory),
+ * -ENOSPC (the card's filter table is full), -EOPNOTSUPP (driver before ABI 4). */
+TCA_API int tcaRegister(void *ptr, size_t size);
+
+/* Ends a registration tcaRegister(ptr, size) made (TCA_ENOTBUF if there is
+ * none). -EBUSY while a pending get replies into it. */
+TCA_API int tcaDeregister(void *ptr, size_t size);
+
+/* ---- Names: memory other nodes find by number ------------------------------ */
+
+/* tcaPublish gives [ptr, ptr + size) of a tcaMalloc buffer or a registration
+ * a name unique on this node within its kind (TCA_NAME_QP: 24 bits, for
+ * Verbs QP numbers; TCA_NAME_KEY: 32 bits, for memory keys). Other nodes
+ * find the memory by (node, kind, name) with tcaLookupName, without this
+ * process taking part: this node's driver answers through the read proxy.
+ * flags: TCA_NAME_WRITE (others will write it; when its buffer is freed the
+ * pages are kept for the driver's quarantine time so that a late writer
+ * cannot reach reused memory), TCA_NAME_READ / TCA_NAME_ATOMIC (the driver
+ * exports the range for tcaGet / tcaCas / tcaFaa, and lookups return the
+ * export in their handle). `group` and up to 32 bytes of `info` are returned
+ * to whoever looks the name up. A name ends with tcaUnpublish, when its
+ * buffer is freed or deregistered, or with the process.
+ * Errors: -EINVAL, TCA_ENOTBUF, TCA_ERANGE, -ENOSPC (names used up),
+ * -EOPNOTSUPP (driver before ABI 4). */
+#define TCA_NAME_QP     1u
+#define TCA_NAME_KEY    2u
+#define TCA_NAME_WRITE  (1u << 0)
+#define TCA_NAME_READ   (1u << 1)
+#define TCA_NAME_ATOMIC (1u << 2)
+#define TCA_NAME_INFO   32u
+TCA_API int tcaPublish(const void *ptr, size_t size, uint32_t kind, uint32_t flags,
+		       uint32_t group, const void *info, size_t info_len, uint32_t *name);
+
+/* Ends a name this process published (-ENOENT if it is not one of them). */
+TCA_API int tcaUnpublish(uint32_t kind, uint32_t name);
+
+/* What a lookup found. `handle` describes bytes [offset, offset +
+ * handle.size) of the published range: up to its end, or fewer when the
+ * range has more physically contiguous pieces than a handle holds (look up
+ * again at offset + handle.size for the rest); it carries the export (READ
+ * and/or ATOMIC) when there is one. A writer must look the name up again
+ * within lease_ms of starting this lookup (see TCA_NAME_WRITE). */
+typedef struct tcaNameInfo {
+	uint32_t kind;
+	uint32_t name;
+	uint32_t flags;       /* TCA_NAME_* as published */
+	uint32_t group;
+	uint64_t owner;       /* the publishing process's open device (node-wide serial) */
+	uint64_t size;        /* bytes published */
+	uint64_t offset;      /* where `handle` starts in the published range */
+	uint32_t lease_ms;
+	uint32_t reserved;
+	uint8_t info[TCA_NAME_INFO];
+	tcaHandle handle;
+} tcaNameInfo;
+
+/* Looks up (kind, name) on node `node` (this node too) starting at byte
+ * `offset` of the published range. Blocks for one read-proxy round trip.
+ * Errors: TCA_ENOTEXPORTED (no such name), TCA_EREMOTE (status in
+ * tcaNameInfo is not kept: RP_RANGE for an offset beyond the range), the
+ * submission errors of tcaGet (-EHOSTUNREACH, -ETIMEDOUT, ...). */
+TCA_API int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset,
+			  tcaNameInfo *out);
+
 /* ---- Address exchange over the card mailbox ------------------------------- */
 
 /* Symmetric handshake with node `peer`: sends *mine, waits for the peer's

@@ -133,6 +133,24 @@ static void run_xfer(const struct peach2_xfer *x, const struct fake_alloc *src,
 		memcpy(d, &x->imm, x->len); /* little endian: the low bytes */
 		return;
 	}
+	if (!x->burst) {
+		/* Contiguous: copy runs that stay inside one chunk of each side. */
+		for (uint64_t p = 0; p < x->len;) {
+			uint64_t n = x->len - p;
+			const struct peach2_chunk *sc = chunk_at(src, x->src_offset + p);
+			if (sc->offset + sc->len - (x->src_offset + p) < n)
+				n = sc->offset + sc->len - (x->src_offset + p);
+			if (dst) {
+				const struct peach2_chunk *dc = chunk_at(dst, x->dst + p);
+				if (dc->offset + dc->len - (x->dst + p) < n)
+					n = dc->offset + dc->len - (x->dst + p);
+			}
+			memmove(dst ? local_byte(dst, x->dst + p) : fake_window + x->dst + p,
+				local_byte(src, x->src_offset + p), n);
+			p += n;
+		}
+		return;
+	}
 	uint64_t step = (uint64_t)x->burst + x->gap;
 	for (uint64_t p = 0; p < x->len; ++p) {
 		uint64_t s = x->src_offset + p, d = x->dst + p;

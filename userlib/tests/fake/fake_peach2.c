@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +65,21 @@ static int open_shared(const char *kind, uint32_t n, uint64_t size)
 	return fd;
 }
 
+void *fake_shared_table(const char *kind, uint32_t node, uint64_t size)
+{
+	int fd = open_shared(kind, node, size);
+	if (fd < 0)
+		return NULL;
+	void *p = raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int fake_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 static int is_fake_path(const char *path)
 {
 	const char *dev = getenv("TCA_DEVICE");
@@ -95,21 +111,27 @@ int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 int close(int fd)
 {
 	if (fd == fake_fd && fd >= 0) {
-		fake_rp_revoke(0); /* like the driver: exports end with the file */
+		fake_rp_revoke(0); /* like the driver: exports and names end with the file */
+		fake_names_revoke(0);
 		fake_fd = -1;
 	}
 	return (int)syscall(SYS_close, fd);
 }
 
-static int do_alloc(struct peach2_alloc *a)
+int fake_mem_fd(void)
 {
-	if (nr_allocs == MAX_ALLOCS || a->size == 0)
+	return open_shared("mem", node_id, FAKE_MEM);
+}
+
+int fake_reserve(uint64_t size, struct fake_alloc **out)
+{
+	if (nr_allocs == MAX_ALLOCS || size == 0)
 		return -ENOMEM;
 	struct fake_alloc *f = &allocs[nr_allocs];
 	memset(f, 0, sizeof *f);
 	if (getenv("TCA_FAKE_CHUNK")) /* read per buffer: tests vary it */
 		chunk_size = strtoull(getenv("TCA_FAKE_CHUNK"), NULL, 0);
-	f->size = (a->size + 4095) & ~4095ull;
+	f->size = (size + 4095) & ~4095ull;
 	for (uint64_t off = 0; off < f->size; off += chunk_size) {
 		uint64_t len = f->size - off < chunk_size ? f->size - off : chunk_size;
 		if (f->nr == MAX_PIECES || next_free + len > FAKE_MEM)
@@ -121,6 +143,16 @@ static int do_alloc(struct peach2_alloc *a)
 		next_free += len + 4096; /* gap: pieces are never adjacent */
 	}
 	f->handle = ++nr_allocs;
+	*out = f;
+	return 0;
+}
+
+static int do_alloc(struct peach2_alloc *a)
+{
+	struct fake_alloc *f;
+	int rc = fake_reserve(a->size, &f);
+	if (rc)
+		return rc;
 	a->handle = f->handle;
 	a->size = f->size; /* like the driver: rounded up to pages */
 	a->mmap_offset = PEACH2_MMAP_BUF_BASE + ((uint64_t)f->handle << 32);
@@ -151,6 +183,10 @@ int ioctl(int fd, unsigned long req, ...)
 		i->host_size = FAKE_MEM;
 		i->max_alloc = 32ull << 20;
 		i->max_chunk = chunk_size;
+		/* Cabled as a ring (E to the next node): links are up. */
+		if (node_count > 1)
+			i->link[0] = PEACH2_LINK_UP | PEACH2_LINK_CONNECTED |
+				     ((node_id + 1) % node_count) << 16;
 	} else if (req == PEACH2_IOC_ALLOC) {
 		rc = do_alloc(arg);
 	} else if (req == PEACH2_IOC_CHUNKS) {
@@ -166,6 +202,9 @@ int ioctl(int fd, unsigned long req, ...)
 	} else if (req == PEACH2_IOC_FREE) {
 		/* memory is not reused: a late write stays harmless */
 		fake_rp_revoke(((struct peach2_free *)arg)->handle);
+		fake_names_revoke(((struct peach2_free *)arg)->handle);
+	} else if (fake_is_names_ioctl(req)) {
+		rc = fake_names_ioctl(req, arg);
 	} else if (fake_is_rp_ioctl(req)) {
 		rc = fake_rp_ioctl(req, arg);
 	} else if (fake_is_dma_ioctl(req)) {
@@ -208,7 +247,7 @@ static void *map_window(size_t len)
 static void *map_buffer(size_t len, off_t off)
 {
 	uint32_t h = (uint32_t)(((uint64_t)off - PEACH2_MMAP_BUF_BASE) >> 32);
-	if (h == 0 || h > nr_allocs || len > allocs[h - 1].size)
+	if (h == 0 || h > nr_allocs || len > allocs[h - 1].size || allocs[h - 1].pinned)
 		return fail(EINVAL);
 	struct fake_alloc *f = &allocs[h - 1];
 	int mem = open_shared("mem", node_id, FAKE_MEM);

@@ -68,66 +68,54 @@ static struct fake_export_table *table(uint32_t node)
 {
 	if (node >= PEACH2_MAX_NODES)
 		return NULL;
-	if (!tables[node]) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/exports%u", getenv("TCA_FAKE_DIR"), node);
-		int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return NULL;
-		if (ftruncate(fd, sizeof(struct fake_export_table)) != 0) {
-			close(fd);
-			return NULL;
-		}
-		void *p = (void *)syscall(SYS_mmap, NULL, sizeof(struct fake_export_table),
-					  PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		if (p == MAP_FAILED)
-			return NULL;
-		tables[node] = p;
-	}
+	if (!tables[node])
+		tables[node] = fake_shared_table("exports", node, sizeof(struct fake_export_table));
 	return tables[node];
 }
 
-static int alive(int32_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
-
-static int do_export(struct peach2_export *x)
+int fake_rp_export(uint32_t buf, uint32_t flags, uint64_t offset, uint64_t len, uint32_t *id,
+		   uint32_t *key)
 {
 	struct fake_export_table *t = table(node_id);
 	if (!t)
 		return -EIO;
-	if (x->reserved[0] || x->reserved[1] || !x->flags || (x->flags & ~PEACH2_EXPORT_FLAGS_ALL))
+	if (!flags || (flags & ~PEACH2_EXPORT_FLAGS_ALL))
 		return -EINVAL;
-	if (!x->handle || x->handle > nr_allocs)
+	if (!buf || buf > nr_allocs)
 		return -ENOENT;
-	const struct fake_alloc *a = &allocs[x->handle - 1];
+	const struct fake_alloc *a = &allocs[buf - 1];
 	uint64_t end;
-	if (!x->len || __builtin_add_overflow(x->offset, x->len, &end) || end > a->size)
+	if (!len || __builtin_add_overflow(offset, len, &end) || end > a->size)
 		return -EINVAL;
 	for (unsigned i = 0; i < FAKE_EXPORTS; ++i) {
 		struct fake_export *e = &t->e[i];
-		if (e->id && alive(e->pid))
+		if (e->id && fake_alive(e->pid))
 			continue;
 		memset(e, 0, sizeof *e);
 		e->key = (uint32_t)random() ^ (uint32_t)getpid() << 8;
-		e->flags = x->flags;
+		e->flags = flags;
 		e->pid = getpid();
-		e->buf = x->handle;
+		e->buf = buf;
 		e->nr = a->nr;
-		e->offset = x->offset;
-		e->len = x->len;
+		e->offset = offset;
+		e->len = len;
 		memcpy(e->chunk, a->chunk, a->nr * sizeof a->chunk[0]);
-		uint32_t id = ++t->next_id;
-		if (!id)
-			id = ++t->next_id;
-		__atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
-		x->export_id = id;
-		x->key = e->key;
+		uint32_t n = __atomic_add_fetch(&t->next_id, 1, __ATOMIC_SEQ_CST);
+		if (!n)
+			n = __atomic_add_fetch(&t->next_id, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&e->id, n, __ATOMIC_RELEASE);
+		*id = n;
+		*key = e->key;
 		return 0;
 	}
 	return -ENOSPC;
+}
+
+static int do_export(struct peach2_export *x)
+{
+	if (x->reserved[0] || x->reserved[1])
+		return -EINVAL;
+	return fake_rp_export(x->handle, x->flags, x->offset, x->len, &x->export_id, &x->key);
 }
 
 static int do_unexport(const struct peach2_unexport *u)
@@ -161,7 +149,7 @@ static const struct peach2_chunk *chunk_of(const struct peach2_chunk *c, uint32_
 }
 
 /* Byte @off of a buffer with chunks @c, in the window mapping. */
-static unsigned char *byte_at(const struct peach2_chunk *c, uint32_t nr, uint64_t off, uint64_t *room)
+unsigned char *fake_byte_at(const struct peach2_chunk *c, uint32_t nr, uint64_t off, uint64_t *room)
 {
 	const struct peach2_chunk *k = chunk_of(c, nr, off);
 	if (!k)
@@ -180,7 +168,7 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 		if (s->export_id && __atomic_load_n(&t->e[i].id, __ATOMIC_ACQUIRE) == s->export_id)
 			e = &t->e[i];
 	const uint32_t need = s->op == PEACH2_RP_OP_READ ? PEACH2_EXPORT_READ : PEACH2_EXPORT_ATOMIC;
-	if (!e || e->key != s->key || !(e->flags & need) || !alive(e->pid))
+	if (!e || e->key != s->key || !(e->flags & need) || !fake_alive(e->pid))
 		return PEACH2_ERR_RP_NOT_EXPORTED;
 	/* addr -> buffer offset through the chunk that holds it */
 	uint64_t boff = ~0ull;
@@ -194,7 +182,7 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 	if (s->op != PEACH2_RP_OP_READ) {
 		if (s->addr % 8)
 			return PEACH2_ERR_RP_BAD_REQUEST;
-		uint64_t *w = (uint64_t *)byte_at(e->chunk, e->nr, boff, NULL);
+		uint64_t *w = (uint64_t *)fake_byte_at(e->chunk, e->nr, boff, NULL);
 		if (s->op == PEACH2_RP_OP_CAS) {
 			uint64_t expect = s->operand[0];
 			__atomic_compare_exchange_n(w, &expect, s->operand[1], 0, __ATOMIC_SEQ_CST,
@@ -212,7 +200,7 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 		return PEACH2_ERR_DMA_ALIGN;
 	for (uint64_t done = 0; done < s->len;) {
 		uint64_t room = 0;
-		const unsigned char *src = byte_at(e->chunk, e->nr, boff + done, &room);
+		const unsigned char *src = fake_byte_at(e->chunk, e->nr, boff + done, &room);
 		uint64_t n = s->len - done < room ? s->len - done : room;
 		memcpy(fake_window + rc->global_addr + (s->reply_offset - rc->offset) + done, src, n);
 		done += n;
@@ -223,11 +211,11 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 static void complete(const struct peach2_rp_submit *s, uint32_t status, uint64_t value)
 {
 	const struct fake_alloc *c = &allocs[s->cpl_handle - 1];
-	struct peach2_rp_cpl *rec = (struct peach2_rp_cpl *)byte_at(c->chunk, c->nr, s->cpl_offset, NULL);
+	struct peach2_rp_cpl *rec = (struct peach2_rp_cpl *)fake_byte_at(c->chunk, c->nr, s->cpl_offset, NULL);
 	struct peach2_rp_cpl head = {0};
 	head.value = value;
 	head.status = status;
-	head.len = status == 0 && s->op == PEACH2_RP_OP_READ ? s->len : 0;
+	head.len = status == 0 && (s->op == PEACH2_RP_OP_READ || s->op == PEACH2_RP_OP_LOOKUP) ? s->len : 0;
 	memcpy(rec, &head, 24);
 	__atomic_store_n(&rec->tag, s->tag, __ATOMIC_RELEASE);
 }
@@ -235,7 +223,8 @@ static void complete(const struct peach2_rp_submit *s, uint32_t status, uint64_t
 static void answer(const struct peach2_rp_submit *s, int full)
 {
 	uint64_t value = 0;
-	uint32_t status = full ? PEACH2_ERR_RP_FULL : serve(s, &value);
+	uint32_t status = full ? PEACH2_ERR_RP_FULL
+			  : s->op == PEACH2_RP_OP_LOOKUP ? fake_names_lookup(s) : serve(s, &value);
 	complete(s, status, value);
 }
 
@@ -271,6 +260,13 @@ static int do_submit(struct peach2_rp_submit *s)
 		return -EINVAL;
 	if (s->op == PEACH2_RP_OP_READ) {
 		if (s->len < 4 || s->len > PEACH2_RP_MAX_LEN || s->len % 4)
+			return -EINVAL;
+		int rc = in_chunk(s->reply_handle, s->reply_offset, s->len);
+		if (rc)
+			return rc;
+	} else if (s->op == PEACH2_RP_OP_LOOKUP) {
+		if (s->len < PEACH2_LOOKUP_MIN || s->len > PEACH2_LOOKUP_MAX || s->len % 16 ||
+		    s->reply_offset % 16 || s->operand[0] || s->operand[1])
 			return -EINVAL;
 		int rc = in_chunk(s->reply_handle, s->reply_offset, s->len);
 		if (rc)

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "cli.hpp"
 
@@ -33,6 +34,22 @@ bool read_attr(const std::string& dir, const char* name, std::string* out) {
         s.pop_back();
     *out = s;
     return true;
+}
+
+bool read_attr_text(const std::string& dir, const char* name, std::string* out) {
+    std::FILE* f = std::fopen((dir + "/" + name).c_str(), "r");
+    if (!f)
+        return false;
+    std::string s;
+    char chunk[1024];
+    std::size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+        s.append(chunk, n);
+    const bool ok = !std::ferror(f);
+    std::fclose(f);
+    if (ok)
+        *out = std::move(s);
+    return ok;
 }
 
 bool read_attr_u64(const std::string& dir, const char* name, std::uint64_t* out) {

@@ -14,6 +14,9 @@ std::string default_sysfs_dir();
 // The first line of `dir/name` without the newline; false if unreadable.
 bool read_attr(const std::string& dir, const char* name, std::string* out);
 
+// The whole text of `dir/name` (multi-line attributes); false if unreadable.
+bool read_attr_text(const std::string& dir, const char* name, std::string* out);
+
 // An attribute holding one number (decimal or 0x-hex).
 bool read_attr_u64(const std::string& dir, const char* name, std::uint64_t* out);
 

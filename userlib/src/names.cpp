@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+// Registered memory and names: tcaRegister/tcaDeregister (the driver's
+// PEACH2_IOC_PIN: any memory of the process becomes a driver buffer, kept
+// beside the tcaMalloc buffers without a mapping of our own), and
+// tcaPublish/tcaUnpublish/tcaLookupName (PEACH2_IOC_PUBLISH, and a lookup as
+// one read-proxy request, PEACH2_RP_OP_LOOKUP, that the target's driver
+// answers from its table of names). A lookup is planned under the library
+// mutex and waited for without it, one at a time (they share one answer
+// buffer). TCA Verbs finds peers' rings and memory keys this way
+// (docs/verbs.md).
+#include <peach2/peach2_uapi.h>
+#include <sys/ioctl.h>
+#include <tca/tca.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "context.hpp"
+#include "handle.hpp"
+#include "library.hpp"
+#include "range.hpp"
+#include "rp.hpp"
+
+namespace tca {
+namespace {
+
+std::uintptr_t page_size() noexcept {
+    static const auto ps = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    return ps;
+}
+
+}  // namespace
+
+int Context::register_memory(void* ptr, std::size_t size) {
+    peach2_pin p{};
+    p.addr = reinterpret_cast<std::uintptr_t>(ptr);
+    p.len = size;
+    if (::ioctl(fd_.get(), PEACH2_IOC_PIN, &p) < 0)
+        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+    auto buf = std::make_unique<DriverBuffer>(fd_.get(), p.handle);  // frees on error
+    const std::uintptr_t first = p.addr & ~(page_size() - 1);
+    if (p.nr_chunks == 0 || p.offset != p.addr - first || p.size < p.offset + size)
+        return TCA_EDEVICE;
+    buf->size = p.size;
+
+    std::vector<peach2_chunk> raw(p.nr_chunks);
+    peach2_chunks q{};
+    q.handle = p.handle;
+    q.count = p.nr_chunks;
+    q.chunks = reinterpret_cast<std::uintptr_t>(raw.data());
+    if (::ioctl(fd_.get(), PEACH2_IOC_CHUNKS, &q) < 0)
+        return -errno;
+    if (q.nr_chunks != p.nr_chunks)
+        return TCA_EDEVICE;
+    if (int rc = pieces_from(raw, p.size, &buf->pieces))
+        return rc;
+    tcaHandle probe;
+    if (make_handle(info_.node_id, buf->pieces, 0, 0, &probe) == TCA_EBADHANDLE)
+        return TCA_EDEVICE;
+    registered_.emplace(first, std::move(buf));
+    return 0;
+}
+
+int Context::deregister_memory(void* ptr, std::size_t size) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+    const std::uintptr_t first = addr & ~(page_size() - 1);
+    const std::uint64_t pages = (addr + size - first + page_size() - 1) & ~(page_size() - 1);
+    auto [lo, hi] = registered_.equal_range(first);
+    for (auto it = hi; it != lo;) {
+        --it;  // the newest of equal ones first
+        if (it->second->size != pages)
+            continue;
+        if (rp_ && rp_->pins().busy(it->second->id(), monotonic_ns()))
+            return -EBUSY;
+        const int rc = it->second->release();  // the driver ends its exports and names
+        registered_.erase(it);
+        return rc;
+    }
+    return TCA_ENOTBUF;
+}
+
+}  // namespace tca
+
+namespace tca {
+
+int Context::publish(const void* ptr, std::size_t size, peach2_publish* req) {
+    Located at{};
+    if (int rc = locate(ptr, size, &at))
+        return rc;
+    if (!range_fits(at.offset, size, at.buf->size))
+        return TCA_ERANGE;
+    req->handle = at.buf->id();
+    req->offset = at.offset;
+    req->len = size;
+    if (::ioctl(fd_.get(), PEACH2_IOC_PUBLISH, req) < 0)
+        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+    return req->name ? 0 : TCA_EDEVICE;
+}
+
+int Context::unpublish(std::uint32_t kind, std::uint32_t name) {
+    peach2_unpublish u{};
+    u.kind = kind;
+    u.name = name;
+    if (::ioctl(fd_.get(), PEACH2_IOC_UNPUBLISH, &u) < 0)
+        return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+    return 0;
+}
+
+int Context::lookup_buffer(DriverBuffer** out) {
+    if (!lookup_buf_) {
+        std::unique_ptr<DriverBuffer> buf;
+        if (int rc = new_buffer(PEACH2_LOOKUP_MAX, &buf))
+            return rc;
+        lookup_buf_ = std::move(buf);
+    }
+    *out = lookup_buf_.get();
+    return 0;
+}
+
+}  // namespace tca
+
+using namespace tca;
+
+namespace {
+
+static_assert(sizeof(peach2_lookup) == 96, "lookup header: ABI 4");
+static_assert(TCA_NAME_QP == PEACH2_NAME_QP && TCA_NAME_KEY == PEACH2_NAME_KEY);
+static_assert(TCA_NAME_WRITE == PEACH2_NAME_WRITE && TCA_NAME_READ == PEACH2_NAME_READ &&
+              TCA_NAME_ATOMIC == PEACH2_NAME_ATOMIC);
+static_assert(TCA_NAME_INFO == PEACH2_NAME_INFO);
+
+std::mutex& lookup_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+// Checks an answer and turns it into *out. The answer is plain data from
+// another node's driver: nothing in it is trusted.
+int parse_lookup(std::uint32_t node, std::uint32_t kind, std::uint32_t name, std::uint64_t offset,
+                 const unsigned char* raw, tcaNameInfo* out) {
+    peach2_lookup l;
+    std::memcpy(&l, raw, sizeof l);
+    constexpr std::uint32_t kMaxPieces =
+        (PEACH2_LOOKUP_MAX - sizeof l) / sizeof(peach2_lookup_piece);
+    if (l.kind != kind || l.name != name || l.offset != offset || l.nr_pieces == 0 ||
+        l.nr_pieces > kMaxPieces || offset >= l.len || (l.export_id == 0) != (l.key == 0))
+        return TCA_EDEVICE;
+    std::vector<tcaChunk> pieces;
+    std::uint64_t total = 0;
+    for (std::uint32_t i = 0; i < l.nr_pieces && pieces.size() < TCA_HANDLE_MAX_CHUNKS; ++i) {
+        peach2_lookup_piece p;
+        std::memcpy(&p, raw + sizeof l + i * sizeof p, sizeof p);
+        if (p.len == 0 || p.len > l.len - offset - total)
+            return TCA_EDEVICE;
+        pieces.push_back(tcaChunk{p.global_addr, p.len});
+        total += p.len;
+    }
+    tcaNameInfo info{};
+    if (int rc = make_handle(node, pieces, 0, total, &info.handle))
+        return rc == TCA_EBADHANDLE ? TCA_EDEVICE : rc;  // pieces off the node's memory
+    if (l.export_id)
+        attach_export(&info.handle, l.export_id, l.key);
+    info.kind = l.kind;
+    info.name = l.name;
+    info.flags = l.flags;
+    info.group = l.group;
+    info.owner = l.owner;
+    info.size = l.len;
+    info.offset = offset;
+    info.lease_ms = l.lease_ms;
+    std::memcpy(info.info, l.info, sizeof info.info);
+    *out = info;
+    return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int tcaRegister(void* ptr, size_t size) {
+    if (!ptr || size == 0)
+        return -EINVAL;
+    return guarded(
+        [&] { return with_context([&](Context& c) { return c.register_memory(ptr, size); }); });
+}
+
+int tcaDeregister(void* ptr, size_t size) {
+    if (!ptr || size == 0)
+        return -EINVAL;
+    return guarded(
+        [&] { return with_context([&](Context& c) { return c.deregister_memory(ptr, size); }); });
+}
+
+int tcaPublish(const void* ptr, size_t size, uint32_t kind, uint32_t flags, uint32_t group,
+               const void* info, size_t info_len, uint32_t* name) {
+    if (!ptr || !name || size == 0 || (kind != TCA_NAME_QP && kind != TCA_NAME_KEY) ||
+        flags & ~(TCA_NAME_WRITE | TCA_NAME_READ | TCA_NAME_ATOMIC) || info_len > TCA_NAME_INFO ||
+        (info_len && !info))
+        return -EINVAL;
+    peach2_publish req{};
+    req.kind = kind;
+    req.flags = flags;
+    req.group = group;
+    if (info_len)
+        std::memcpy(req.info, info, info_len);
+    return guarded([&] {
+        return with_context([&](Context& c) {
+            const int rc = c.publish(ptr, size, &req);
+            if (rc == 0)
+                *name = req.name;
+            return rc;
+        });
+    });
+}
+
+int tcaUnpublish(uint32_t kind, uint32_t name) {
+    return guarded(
+        [&] { return with_context([&](Context& c) { return c.unpublish(kind, name); }); });
+}
+
+int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaNameInfo* out) {
+    if (!out || node < 0 || (kind != TCA_NAME_QP && kind != TCA_NAME_KEY))
+        return -EINVAL;
+    return guarded([&] {
+        std::lock_guard<std::mutex> one(lookup_mutex());
+        RpState* rp = nullptr;
+        DriverBuffer* answer = nullptr;
+        RpTarget target;
+        if (int rc = with_context([&](Context& c) {
+                if (static_cast<std::uint32_t>(node) >= c.node_count())
+                    return TCA_ENODE;
+                if (int r = c.rp(&rp))
+                    return r;
+                return c.lookup_buffer(&answer);
+            }))
+            return rc;
+        target.node = static_cast<std::uint32_t>(node);
+        target.op = PEACH2_RP_OP_LOOKUP;
+        target.export_id = kind;
+        target.key = name;
+        RpPiece piece;
+        piece.addr = offset;
+        piece.reply_offset = 0;
+        piece.len = PEACH2_LOOKUP_MAX;
+        const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
+        RpOp op(rp->port(), rp->areas(), target, answer->id(), {piece}, deadline, RpPin{});
+        int rc = op.start(monotonic_ns());
+        if (rc == 1)
+            rc = wait_op(op, 0);
+        if (rc != 0)
+            return rc;
+        return parse_lookup(target.node, kind, name, offset,
+                            static_cast<const unsigned char*>(answer->map.get()), out);
+    });
+}
+
+}  // extern "C"

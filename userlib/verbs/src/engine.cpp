@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+#include "engine.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "context.hpp"
+#include "log.hpp"
+#include "qp.hpp"
+#include "remote.hpp"
+
+namespace pv {
+namespace {
+
+std::uint64_t env_u64(const char* name, std::uint64_t def, std::uint64_t lo, std::uint64_t hi) {
+    const char* e = std::getenv(name);
+    if (!e || !*e)
+        return def;
+    char* end = nullptr;
+    std::uint64_t v = std::strtoull(e, &end, 0);
+    if (end && (*end == 'k' || *end == 'K'))
+        v <<= 10;
+    else if (end && (*end == 'm' || *end == 'M'))
+        v <<= 20;
+    if (v < lo || v > hi) {
+        log_error("%s=%s out of range [%llu, %llu]; using %llu", name, e,
+                  static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(def));
+        return def;
+    }
+    return v;
+}
+
+// Progress thread periods: short while a program waits for a completion
+// event, longer while there is only background work (acks, leases).
+constexpr auto kArmedPeriod = std::chrono::microseconds(200);
+constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
+// The program called in this recently: it drives progress itself.
+constexpr std::uint64_t kActiveNs = 2000000;
+
+// Live engines, for the exit handler (never destroyed itself).
+std::mutex& engines_lock() {
+    static auto* m = new std::mutex;
+    return *m;
+}
+std::vector<Engine*>& engines() {
+    static auto* v = new std::vector<Engine*>;
+    return *v;
+}
+
+void stop_all_at_exit() {
+    std::lock_guard<std::mutex> g(engines_lock());
+    for (Engine* e : engines()) {
+        e->flush_acks();  // a program that exits without destroying its QPs
+        e->stop_thread();
+    }
+}
+
+}  // namespace
+
+Tunables Tunables::from_env() {
+    Tunables t;
+    t.ll_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_LL_SLOTS", t.ll_slots, 2, 4096));
+    t.hb_bytes = env_u64("PEACH2_VERBS_HB_BYTES", t.hb_bytes, 4096, 64ull << 20) & ~4095ull;
+    t.ud_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_UD_SLOTS", t.ud_slots, 2, 4096));
+    t.pio_max = env_u64("PEACH2_VERBS_PIO_MAX", t.pio_max, 0, 1 << 20);
+    t.ack_timeout_min_ms = env_u64("PEACH2_VERBS_ACK_TIMEOUT_MS", t.ack_timeout_min_ms, 1, 600000);
+    const char* ll = std::getenv("PEACH2_VERBS_LL");
+    t.ll_dma = ll && !std::strcmp(ll, "dma");
+    return t;
+}
+
+void signal_fd(int fd) noexcept {
+    const std::uint64_t one = 1;
+    while (::write(fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+std::uint64_t Engine::now() noexcept { return now_ns(); }
+
+Engine::Engine(Context& ctx) : ctx_(ctx), tune_(Tunables::from_env()) {
+    async_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+    {
+        std::lock_guard<std::mutex> g(engines_lock());
+        static const bool registered = [] { return std::atexit(stop_all_at_exit) == 0; }();
+        (void)registered;
+        engines().push_back(this);
+    }
+    thread_ = std::thread([this] { thread_main(); });
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard<std::mutex> g(engines_lock());
+        std::erase(engines(), this);
+    }
+    stop_thread();
+    if (async_fd_ >= 0)
+        ::close(async_fd_);
+}
+
+void Engine::stop_thread() noexcept {
+    {
+        std::lock_guard<std::mutex> g(wake_lock_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable())
+        thread_.join();
+}
+
+std::uint32_t Engine::node_id() const noexcept { return ctx_.card().node_id; }
+
+std::uint32_t Engine::node_count() const noexcept { return ctx_.card().node_count; }
+
+Mr* Engine::find_mr(std::uint32_t key) const noexcept {
+    const auto it = mrs.find(key);
+    return it == mrs.end() ? nullptr : it->second;
+}
+
+void Engine::push_cqe(Cq* cq, const ibv_wc& wc, bool solicited) {
+    if (cq->entries.size() >= cq->capacity && !cq->overflowed) {
+        // Kept all the same (nothing is lost), but the program learns of it.
+        cq->overflowed = true;
+        ibv_async_event ev{};
+        ev.element.cq = &cq->abi;
+        ev.event_type = IBV_EVENT_CQ_ERR;
+        async_event(ev);
+    }
+    cq->entries.push_back(wc);
+    if (cq->armed && cq->channel &&
+        (!cq->solicited_only || solicited || wc.status != IBV_WC_SUCCESS)) {
+        cq->armed = false;
+        cq->channel->events.push_back(&cq->abi);
+        signal_fd(cq->channel->abi.fd);
+    }
+}
+
+void Engine::async_event(const ibv_async_event& ev) {
+    {
+        std::lock_guard<std::mutex> g(async_lock_);
+        async_.push_back(ev);
+    }
+    signal_fd(async_fd_);
+}
+
+int Engine::get_async_event(ibv_async_event* ev) {
+    std::uint64_t n;
+    if (::read(async_fd_, &n, sizeof n) != sizeof n)
+        return -1;  // errno: EAGAIN with O_NONBLOCK, EINTR
+    std::lock_guard<std::mutex> g(async_lock_);
+    if (async_.empty()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    *ev = async_.front();
+    async_.pop_front();
+    return 0;
+}
+
+void Engine::progress_qp(Qp* qp) { qp->progress(now()); }
+
+void Engine::progress_cq(Cq* cq) {
+    const std::uint64_t t = now();
+    for (Qp* qp : cq->qps)
+        qp->progress(t);
+}
+
+void Engine::progress_all() {
+    const std::uint64_t t = now();
+    for (Qp* qp : qps)
+        qp->progress(t);
+}
+
+void Engine::flush_acks() {
+    std::lock_guard<std::mutex> g(lock_);
+    for (Qp* qp : qps)
+        qp->flush_ack();
+}
+
+void Engine::kick() noexcept {
+    {
+        std::lock_guard<std::mutex> g(wake_lock_);
+        kicked_ = true;
+    }
+    wake_.notify_one();
+}
+
+// Lookups for the leases that are due, made without the lock (each may take
+// a read-proxy round trip), their outcomes applied under it to the QPs that
+// still exist.
+void Engine::renew_leases() {
+    struct Job {
+        Qp* qp;
+        Qp::Renewal r;
+        std::uint64_t started;
+        int rc;
+        tcaNameInfo n;
+    };
+    std::vector<Job> jobs;
+    {
+        std::lock_guard<std::mutex> g(lock_);
+        const std::uint64_t t = now();
+        for (Qp* qp : qps) {
+            Job j{qp, {}, t, 0, {}};
+            if (qp->renewal_due(t, &j.r))
+                jobs.push_back(j);
+        }
+    }
+    if (jobs.empty())
+        return;
+    for (Job& j : jobs) {
+        j.started = now();
+        j.rc = tcaLookupName(static_cast<int>(j.r.node), j.r.kind, j.r.name, 0, &j.n);
+    }
+    std::lock_guard<std::mutex> g(lock_);
+    for (Job& j : jobs)
+        if (std::find(qps.begin(), qps.end(), j.qp) != qps.end())
+            j.qp->renewed(j.r, j.rc, j.n, j.started);
+}
+
+void Engine::thread_main() {
+    for (;;) {
+        bool armed = false;
+        {
+            std::unique_lock<std::mutex> g(lock_);
+            for (Cq* cq : cqs)
+                armed |= cq->armed && cq->channel;
+        }
+        {
+            std::unique_lock<std::mutex> w(wake_lock_);
+            wake_.wait_for(w,
+                           armed
+                               ? std::chrono::duration_cast<std::chrono::microseconds>(kArmedPeriod)
+                               : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
+                           [this] { return stop_ || kicked_; });
+            if (stop_)
+                return;
+            kicked_ = false;
+        }
+        renew_leases();
+        std::lock_guard<std::mutex> g(lock_);
+        const std::uint64_t t = now();
+        if (t - last_call_ns_.load(std::memory_order_relaxed) < kActiveNs && !armed)
+            continue;  // the program drives progress itself
+        for (Qp* qp : qps)
+            qp->progress(t);
+    }
+}
+
+}  // namespace pv

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// The data path of one open device: the lock every object of it lives
+// under, the tables (QPs, CQs, MRs by key), completion delivery (CQ entries,
+// completion channel events), the async event queue, and progress: the
+// program's calls (poll, post) drive it while the program is active, and a
+// progress thread while it is not (blocked in ibv_get_cq_event, computing,
+// or sleeping), so that acknowledgements, RNR answers and completion events
+// do not depend on the program calling in. InfiniBand hardware does that
+// work; here software must.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "abi.hpp"
+#include "objects.hpp"
+
+namespace pv {
+
+class Context;
+class Qp;
+
+// Tunables, from the environment (read once per device open).
+struct Tunables {
+    std::uint32_t ll_slots = 64;             // PEACH2_VERBS_LL_SLOTS
+    std::uint64_t hb_bytes = 256 << 10;      // PEACH2_VERBS_HB_BYTES
+    std::uint32_t ud_slots = 64;             // PEACH2_VERBS_UD_SLOTS
+    std::uint64_t pio_max = 256;             // PEACH2_VERBS_PIO_MAX: RDMA Write by PIO up to this
+    std::uint64_t ack_timeout_min_ms = 500;  // PEACH2_VERBS_ACK_TIMEOUT_MS: floor of the IB timeout
+    bool ll_dma = false;  // PEACH2_VERBS_LL=dma: small packets by prebuilt chains
+    static Tunables from_env();
+};
+
+class Engine {
+public:
+    explicit Engine(Context& ctx);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    Context& context() noexcept { return ctx_; }
+    const Tunables& tune() const noexcept { return tune_; }
+    std::mutex& lock() noexcept { return lock_; }
+    std::uint32_t node_id() const noexcept;
+    std::uint32_t node_count() const noexcept;
+
+    // ---- tables (under lock) ----
+    std::vector<Qp*> qps;
+    std::vector<Cq*> cqs;
+    std::unordered_map<std::uint32_t, Mr*> mrs;  // by lkey (= rkey)
+    std::uint32_t pds = 0, srqs = 0, ahs = 0, channels = 0;
+    Mr* find_mr(std::uint32_t key) const noexcept;
+    std::uint32_t new_group() noexcept { return ++groups_; }
+
+    // ---- completions (under lock) ----
+    // Adds an entry; an armed CQ raises its channel event.
+    void push_cqe(Cq* cq, const ibv_wc& wc, bool solicited);
+
+    // ---- async events ----
+    int async_fd() const noexcept { return async_fd_; }
+    void async_event(const ibv_async_event& ev);
+    int get_async_event(ibv_async_event* ev);  // blocking unless O_NONBLOCK
+
+    // ---- progress ----
+    // Called by verbs the program makes (under lock): progress on these QPs.
+    void progress_cq(Cq* cq);
+    void progress_qp(Qp* qp);
+    void progress_all();
+    // The program is active: the progress thread stays out of its way.
+    void touch() noexcept { last_call_ns_.store(now(), std::memory_order_relaxed); }
+    static std::uint64_t now() noexcept;
+
+    // Wake the progress thread (a CQ was armed, a QP needs acks).
+    void kick() noexcept;
+    // Ends the progress thread (idempotent). At exit() every engine's
+    // thread is stopped before static destructors run (programs often exit
+    // with the device still open).
+    void stop_thread() noexcept;
+    // Sends every acknowledgement still owed (see Qp::send_ack).
+    void flush_acks();
+
+private:
+    void thread_main();
+    void renew_leases();
+
+    Context& ctx_;
+    Tunables tune_;
+    std::mutex lock_;
+    std::uint32_t groups_ = 0;
+
+    int async_fd_ = -1;
+    std::mutex async_lock_;
+    std::deque<ibv_async_event> async_;
+
+    std::atomic<std::uint64_t> last_call_ns_{0};
+    std::thread thread_;
+    std::mutex wake_lock_;
+    std::condition_variable wake_;
+    bool stop_ = false;
+    bool kicked_ = false;
+};
+
+// Writes one event count to a completion channel's or async eventfd.
+void signal_fd(int fd) noexcept;
+
+}  // namespace pv

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+// Qp: creation (the receive area and its name), the state machine and
+// connection set-up, queries, receive WRs, errors and flushing, and the
+// progress entry points.
+#include "qp.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "context.hpp"
+#include "engine.hpp"
+#include "identity.hpp"
+#include "log.hpp"
+#include "qp_state.hpp"
+
+namespace pv {
+
+int TcaBuffer::alloc(std::size_t n) {
+    reset();
+    void* q = nullptr;
+    if (int rc = tcaMalloc(&q, n))
+        return rc;
+    p = q;
+    size = n;
+    return 0;
+}
+
+void TcaBuffer::reset() noexcept {
+    if (p)
+        tcaFree(p);  // -EBUSY (a get still answers into it): freed at tcaFinalize
+    p = nullptr;
+    size = 0;
+}
+
+namespace {
+
+// libtca codes in errno terms, for verbs that return errno.
+int to_errno(int rc) noexcept {
+    if (rc > -4096 && rc < 0)
+        return -rc;
+    return rc == TCA_ENOTEXPORTED ? ENOENT : EIO;
+}
+
+}  // namespace
+
+Qp::Qp(Engine& eng, Pd* pd, const ibv_qp_init_attr_ex& init)
+    : eng_(eng),
+      pd_(pd),
+      scq_(reinterpret_cast<Cq*>(init.send_cq)),
+      rcq_(reinterpret_cast<Cq*>(init.recv_cq)),
+      srq_(reinterpret_cast<Srq*>(init.srq)),
+      cap_(init.cap),
+      sq_sig_all_(init.sq_sig_all != 0) {
+    ibv_qp& q = abi_.qp_base;
+    q.context = eng.context().abi();
+    q.qp_context = init.qp_context;
+    q.pd = &pd->abi;
+    q.send_cq = init.send_cq;
+    q.recv_cq = init.recv_cq;
+    q.srq = init.srq;
+    q.state = IBV_QPS_RESET;
+    q.qp_type = init.qp_type;
+    pthread_mutex_init(&q.mutex, nullptr);
+    pthread_cond_init(&q.cond, nullptr);
+    cap_.max_inline_data = std::max<std::uint32_t>(cap_.max_inline_data, kMaxInline);
+    cap_.max_inline_data = std::min<std::uint32_t>(
+        cap_.max_inline_data, init.qp_type == IBV_QPT_UD ? wire::kUdMtu : kMaxInline);
+    if (srq_)
+        cap_.max_recv_wr = cap_.max_recv_sge = 0;
+    dma_channel_ = 0;
+}
+
+Qp::~Qp() {
+    send_ack(true);  // what we consumed is acknowledged before we go
+    for (SendOp& op : sq_)
+        for (tcaRequest& r : op.rp)
+            if (r.id)
+                tcaCancel(&r);
+    for (tcaChain& c : ll_chains_)
+        if (c.id)
+            tcaChainDestroy(c);
+    if (qpn_)
+        tcaUnpublish(TCA_NAME_QP, qpn_);
+    pthread_mutex_destroy(&abi_.qp_base.mutex);
+    pthread_cond_destroy(&abi_.qp_base.cond);
+}
+
+int Qp::setup() {
+    const Tunables& t = eng_.tune();
+    const bool ud = abi_.qp_base.qp_type == IBV_QPT_UD;
+    std::size_t bytes;
+    if (ud) {
+        ud_slots_ = t.ud_slots;
+        bytes = wire::kCtrlBytes + static_cast<std::size_t>(ud_slots_) * wire::kUdSlot;
+    } else {
+        ll_slots_ = t.ll_slots;
+        hb_bytes_ = t.hb_bytes;
+        bytes = wire::kCtrlBytes + static_cast<std::size_t>(ll_slots_) * wire::kLlSlot + hb_bytes_;
+    }
+    if (int rc = area_.alloc(bytes)) {
+        log_error("QP: cannot allocate its %zu-byte receive area: %s", bytes, tcaErrorString(rc));
+        return to_errno(rc);
+    }
+    QpInfo info{};
+    info.magic = kQpMagic;
+    info.version = 1;
+    info.type = static_cast<std::uint8_t>(abi_.qp_base.qp_type);
+    info.ll_slots = ll_slots_;
+    info.hb_bytes = static_cast<std::uint32_t>(hb_bytes_);
+    info.ud_slots = ud_slots_;
+    // UD senders reserve slots with a remote fetch-and-add on our tail word.
+    const std::uint32_t flags = TCA_NAME_WRITE | (ud ? TCA_NAME_ATOMIC : 0u);
+    std::uint32_t name = 0;
+    if (int rc =
+            tcaPublish(area_.p, bytes, TCA_NAME_QP, flags, pd_->group, &info, sizeof info, &name)) {
+        log_error("QP: cannot publish its receive area: %s", tcaErrorString(rc));
+        return to_errno(rc);
+    }
+    qpn_ = name;
+    abi_.qp_base.qp_num = name;
+    dma_channel_ = name % TCA_DMA_CHANNELS;
+    return 0;
+}
+
+// ---- state machine ---------------------------------------------------------------
+
+int Qp::modify(ibv_qp_attr* attr, int mask) {
+    ibv_qp_state next;
+    const ibv_qp_state cur = state();
+    if (int rc = check_modify(abi_.qp_base.qp_type, cur, *attr, mask, &next)) {
+        log_debug("QP %#x: modify from state %d with mask %#x refused", qpn_, cur, mask);
+        return rc;
+    }
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) == 0 && next == IBV_QPS_RTS && cur == IBV_QPS_RTR &&
+        abi_.qp_base.qp_type == IBV_QPT_UD)
+        attr_.max_rd_atomic = 0;
+
+    if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT && abi_.qp_base.qp_type == IBV_QPT_RC) {
+        if (int rc = connect(*attr))
+            return rc;
+    }
+
+    // Keep what was given (query returns it).
+    if (mask & IBV_QP_PKEY_INDEX)
+        attr_.pkey_index = attr->pkey_index;
+    if (mask & IBV_QP_PORT)
+        attr_.port_num = attr->port_num;
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        attr_.qp_access_flags = attr->qp_access_flags;
+    if (mask & IBV_QP_QKEY)
+        attr_.qkey = attr->qkey;
+    if (mask & IBV_QP_AV)
+        attr_.ah_attr = attr->ah_attr;
+    if (mask & IBV_QP_PATH_MTU)
+        attr_.path_mtu = attr->path_mtu;
+    if (mask & IBV_QP_DEST_QPN)
+        attr_.dest_qp_num = attr->dest_qp_num;
+    if (mask & IBV_QP_RQ_PSN)
+        attr_.rq_psn = attr->rq_psn & 0xffffff;
+    if (mask & IBV_QP_SQ_PSN)
+        attr_.sq_psn = attr->sq_psn & 0xffffff;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+        attr_.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+        attr_.max_rd_atomic = attr->max_rd_atomic;
+    if (mask & IBV_QP_MIN_RNR_TIMER)
+        attr_.min_rnr_timer = attr->min_rnr_timer;
+    if (mask & IBV_QP_TIMEOUT)
+        attr_.timeout = attr->timeout;
+    if (mask & IBV_QP_RETRY_CNT)
+        attr_.retry_cnt = attr->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY)
+        attr_.rnr_retry = attr->rnr_retry;
+    if (mask & IBV_QP_ALT_PATH)
+        attr_.alt_ah_attr = attr->alt_ah_attr;
+    if (mask & IBV_QP_PATH_MIG_STATE)
+        attr_.path_mig_state = attr->path_mig_state;
+    if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+        attr_.en_sqd_async_notify = attr->en_sqd_async_notify;
+
+    if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
+        retries_left_ = attr_.retry_cnt;
+        rnr_left_ = attr_.rnr_retry;
+        progress_ns_ = Engine::now();
+    }
+    if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET)
+        reset();
+    abi_.qp_base.state = next;
+    attr_.qp_state = next;
+    attr_.cur_qp_state = next;
+    if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
+        to_error();
+    else
+        progress(Engine::now());
+    return 0;
+}
+
+// INIT -> RTR of an RC QP: find the peer's area by (node, QPN), stage a
+// mirror of its rings, and get ready to receive.
+int Qp::connect(const ibv_qp_attr& a) {
+    std::uint32_t node;
+    if (!node_of(a.ah_attr.dlid, a.ah_attr.is_global, a.ah_attr.grh.dgid, eng_.node_count(),
+                 &node)) {
+        log_error("QP %#x: the address (LID %u%s) names no node of this sub-cluster of %u", qpn_,
+                  a.ah_attr.dlid, a.ah_attr.is_global ? ", GID" : "", eng_.node_count());
+        return EINVAL;
+    }
+    peer_node_ = node;
+    if (int rc = peer_.open(node, TCA_NAME_QP, a.dest_qp_num)) {
+        log_error("QP %#x: no QP %#x on node %u (%s): did the peer create it and send its number?",
+                  qpn_, a.dest_qp_num, node, tcaErrorString(rc));
+        return rc == TCA_ENOTEXPORTED ? EINVAL : to_errno(rc);
+    }
+    QpInfo info;
+    std::memcpy(&info, peer_.info().info, sizeof info);
+    if (info.magic != kQpMagic || info.type != IBV_QPT_RC || info.ll_slots < 2 ||
+        info.hb_bytes < 4096 ||
+        peer_.size() <
+            wire::kCtrlBytes + std::uint64_t{info.ll_slots} * wire::kLlSlot + info.hb_bytes) {
+        log_error("QP %#x: QP %#x on node %u is not an RC QP of this library", qpn_, a.dest_qp_num,
+                  node);
+        peer_.close();
+        return EINVAL;
+    }
+    peer_info_ = info;
+    loopback_ = node == eng_.node_id();
+    if (int rc = stage_.alloc(peer_.size())) {
+        peer_.close();
+        return to_errno(rc);
+    }
+    tx_ = std::make_unique<TxRings>(info.ll_slots, info.hb_bytes);
+    rx_ = std::make_unique<RxRings>(ll_slots_, hb_bytes_);
+    ll_chains_.assign(info.ll_slots, tcaChain{});
+    log_debug("QP %#x (node %u) connected to QP %#x on node %u", qpn_, eng_.node_id(),
+              a.dest_qp_num, node);
+    return 0;
+}
+
+// To RESET: forget the connection and everything queued (no completions).
+void Qp::reset() {
+    for (SendOp& op : sq_)
+        for (tcaRequest& r : op.rp)
+            if (r.id)
+                tcaCancel(&r);
+    sq_.clear();
+    rq_.clear();
+    cur_valid_ = false;
+    for (tcaChain& c : ll_chains_)
+        if (c.id)
+            tcaChainDestroy(c);
+    ll_chains_.clear();
+    while (!dma_.empty()) {
+        tcaDmaWait(&dma_.front(), 0);
+        dma_.pop_front();
+    }
+    dma_started_ = dma_ended_ = 0;
+    dma_status_ = 0;
+    rd_inflight_ = 0;
+    tx_.reset();
+    rx_.reset();
+    peer_.close();
+    stage_.reset();
+    peer_lost_ = false;
+    loopback_ = false;
+    mr_cache_.clear();
+    ack_due_ns_ = 0;
+    hb_owed_ = 0;
+    bounce_free_ = (1u << kBounceSlots) - 1;
+    acked_sent_ = 0;
+    nak_seen_ = nak_count_ = 0;
+    rnr_seq_ = rnr_attempt_ = rnr_waiting_ = retry_seen_ = 0;
+    ud_consumed_ = 0;
+    ud_stuck_ns_ = 0;
+    ud_dests_.clear();
+    if (area_.p)
+        std::memset(area_.p, 0, area_.size);  // no stale packet survives
+    const ibv_qp_state keep = attr_.qp_state;
+    attr_ = ibv_qp_attr{};
+    attr_.qp_state = keep;
+}
+
+// Into ERR: outstanding work completes with IBV_WC_WR_FLUSH_ERR, in order.
+void Qp::to_error() {
+    abi_.qp_base.state = IBV_QPS_ERR;
+    attr_.qp_state = IBV_QPS_ERR;
+    flush();
+    if (srq_) {
+        ibv_async_event ev{};
+        ev.element.qp = abi();
+        ev.event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+        eng_.async_event(ev);
+    }
+}
+
+void Qp::flush() {
+    for (SendOp& op : sq_) {
+        for (tcaRequest& r : op.rp)
+            if (r.id)
+                tcaCancel(&r);
+        op.rp.clear();
+        if (op.stage != SendOp::Stage::Done) {
+            op.stage = SendOp::Stage::Done;
+            op.status = IBV_WC_WR_FLUSH_ERR;
+        }
+    }
+    rd_inflight_ = 0;
+    complete_sq();
+    RecvWr wr;
+    if (cur_valid_) {
+        cur_valid_ = false;
+        complete_recv(cur_, IBV_WC_WR_FLUSH_ERR, wire::Header{}, 0);
+    }
+    while (!rq_.empty()) {
+        wr = rq_.front();
+        rq_.pop_front();
+        complete_recv(wr, IBV_WC_WR_FLUSH_ERR, wire::Header{}, 0);
+    }
+}
+
+// ---- queries -----------------------------------------------------------------------
+
+int Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
+    *attr = attr_;
+    attr->qp_state = state();
+    attr->cur_qp_state = state();
+    attr->cap = cap_;
+    attr->sq_draining = 0;
+    if (init) {
+        *init = ibv_qp_init_attr{};
+        init->qp_context = abi_.qp_base.qp_context;
+        init->send_cq = abi_.qp_base.send_cq;
+        init->recv_cq = abi_.qp_base.recv_cq;
+        init->srq = abi_.qp_base.srq;
+        init->cap = cap_;
+        init->qp_type = abi_.qp_base.qp_type;
+        init->sq_sig_all = sq_sig_all_;
+    }
+    return 0;
+}
+
+// ---- receive WRs ---------------------------------------------------------------------
+
+int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
+    for (; wr; wr = wr->next) {
+        int err = 0;
+        if (srq_)
+            err = EINVAL;  // receives come from the SRQ
+        else if (state() == IBV_QPS_RESET)
+            err = EINVAL;
+        else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > cap_.max_recv_sge)
+            err = EINVAL;
+        else if (rq_.size() >= cap_.max_recv_wr)
+            err = ENOMEM;
+        if (err) {
+            *bad = wr;
+            return err;
+        }
+        rq_.emplace_back(*wr);
+    }
+    if (state() == IBV_QPS_ERR)
+        flush();
+    else
+        progress(Engine::now());
+    return 0;
+}
+
+// ---- progress ------------------------------------------------------------------------------
+
+void Qp::progress(std::uint64_t now) {
+    const ibv_qp_state s = state();
+    if (s == IBV_QPS_RESET || s == IBV_QPS_INIT)
+        return;
+    if (s == IBV_QPS_ERR) {
+        complete_sq();
+        return;
+    }
+    if (abi_.qp_base.qp_type == IBV_QPT_UD) {
+        poll_ud();
+    } else {
+        read_feedback(now);
+        poll_rx();
+    }
+    if (state() == IBV_QPS_ERR)
+        return;
+    if (s == IBV_QPS_RTS || s == IBV_QPS_SQD) {
+        poll_dma();
+        for (SendOp& op : sq_)
+            poll_rp(op);
+        advance_sq(now);
+        check_timers(now);
+    }
+    if (state() != IBV_QPS_ERR)
+        complete_sq();
+    send_ack(false);
+}
+
+bool Qp::busy() const noexcept { return !sq_.empty() || (tx_ && !tx_->all_acked()); }
+
+bool Qp::renewal_due(std::uint64_t now, Renewal* out) const {
+    const ibv_qp_state s = state();
+    if (!peer_.valid() || peer_lost_ ||
+        (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD) || !peer_.renewal_due(now))
+        return false;
+    *out = Renewal{peer_.node(), peer_.info().kind, peer_.info().name, peer_.info().owner,
+                   peer_.info().size};
+    return true;
+}
+
+void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started) {
+    if (!peer_.valid() || peer_lost_)
+        return;
+    if (r.node != peer_.node() || r.name != peer_.info().name || r.owner != peer_.info().owner)
+        return;  // the QP was reset and connected elsewhere meanwhile
+    if (peer_.renewed(rc, n, started) != 0) {
+        // The peer QP is gone (or its node): nothing more may be written.
+        log_debug("QP %#x: peer QP %#x on node %u is gone", qpn_, attr_.dest_qp_num, peer_node_);
+        peer_lost_ = true;
+    }
+}
+
+}  // namespace pv

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// A queue pair: its receive area (rings the peer writes), the staging copy
+// of the peer's rings (what DMA reads), the send queue as operations in
+// flight, the receive queue, and the protocol state of docs/verbs.md.
+//
+// Every method runs under the Engine lock. Nothing here has a thread: the
+// program's verb calls and the engine's progress thread drive it.
+#pragma once
+
+#include <tca/tca.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "objects.hpp"
+#include "remote.hpp"
+#include "rings.hpp"
+#include "wire.hpp"
+
+namespace pv {
+
+class Engine;
+
+// A tcaMalloc buffer, freed when the owner goes.
+struct TcaBuffer {
+    void* p = nullptr;
+    std::size_t size = 0;
+    TcaBuffer() = default;
+    TcaBuffer(const TcaBuffer&) = delete;
+    TcaBuffer& operator=(const TcaBuffer&) = delete;
+    ~TcaBuffer() { reset(); }
+    int alloc(std::size_t n);
+    void reset() noexcept;
+    unsigned char* bytes() const noexcept { return static_cast<unsigned char*>(p); }
+};
+
+// Registered memory for data the card's DMA rules do not let us move in
+// place (misaligned Reads and Writes): one of the QP's slots, or a buffer of
+// its own for big ones.
+struct Bounce {
+    unsigned char* p = nullptr;
+    int slot = -1;
+    std::unique_ptr<TcaBuffer> own;
+};
+
+// What a QP publishes with its area (TCA_NAME_QP info).
+struct QpInfo {
+    std::uint32_t magic;  // kQpMagic
+    std::uint8_t version;
+    std::uint8_t type;  // ibv_qp_type
+    std::uint16_t pad0;
+    std::uint32_t ll_slots;
+    std::uint32_t hb_bytes;
+    std::uint32_t ud_slots;
+    std::uint32_t qkey;  // UD
+    std::uint32_t reserved[2];
+};
+constexpr std::uint32_t kQpMagic = 0x50515650;  // "PVQP"
+static_assert(sizeof(QpInfo) <= TCA_NAME_INFO);
+
+// One send WR from post to completion.
+struct SendOp {
+    std::uint64_t wr_id = 0;
+    ibv_wr_opcode opcode = IBV_WR_SEND;
+    unsigned flags = 0;
+    std::uint32_t imm = 0;
+    std::uint32_t nsge = 0;
+    std::array<ibv_sge, kMaxSge> sge{};
+    std::vector<unsigned char> inline_data;  // IBV_SEND_INLINE: copied at post
+    std::uint64_t remote_addr = 0;
+    std::uint32_t rkey = 0;
+    std::uint64_t compare_add = 0, swap = 0;
+    std::uint32_t ud_node = 0, ud_qpn = 0, ud_qkey = 0;  // UD destination
+    std::uint64_t total = 0;
+
+    enum class Stage : std::uint8_t { New, Sending, Waiting, Done } stage = Stage::New;
+    bool signaled = false;
+    ibv_wc_status status = IBV_WC_SUCCESS;
+    std::uint64_t sent = 0;        // bytes of a fragmented send out so far
+    std::uint32_t wait_seq = 0;    // done once the peer acked this packet (0: none)
+    std::uint64_t wait_dma = 0;    // done once this many DMA runs of the QP ended
+    std::vector<tcaRequest> rp;    // read proxy requests (read, atomic)
+    Bounce bounce;                 // reads/writes the DMA rules do not allow directly
+    std::uint64_t bounce_off = 0;  // where the data sits in the bounce buffer
+    bool counts_rd = false;        // holds one of max_rd_atomic
+};
+
+class Qp {
+public:
+    Qp(Engine& eng, Pd* pd, const ibv_qp_init_attr_ex& init);
+    ~Qp();
+    // Allocates and publishes the receive area: 0 or errno.
+    int setup();
+
+    static Qp* of(ibv_qp* q) noexcept { return reinterpret_cast<Qp*>(q); }
+    ibv_qp* abi() noexcept { return &abi_.qp_base; }
+
+    // ---- verbs (qp_verbs.cpp) ----
+    int modify(ibv_qp_attr* attr, int mask);
+    int query(ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
+    int post_send(ibv_send_wr* wr, ibv_send_wr** bad);
+    int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
+
+    // ---- progress ----
+    // Everything that can move without blocking: arrivals, acknowledgements,
+    // DMA and read-proxy completions, new operations, timers.
+    void progress(std::uint64_t now);
+    // Lease renewal of the peer's area, for the progress thread: what to
+    // look up (false: nothing due), then the lookup's outcome. The lookup
+    // itself runs without the Engine lock (it may take a read-proxy round
+    // trip, or a timeout when the peer's node is gone).
+    struct Renewal {
+        std::uint32_t node, kind, name;
+        std::uint64_t owner, size;
+    };
+    bool renewal_due(std::uint64_t now, Renewal* out) const;
+    void renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started);
+    bool busy() const noexcept;
+    void flush_ack() { send_ack(true); }
+
+    Cq* send_cq() const noexcept { return scq_; }
+    Cq* recv_cq() const noexcept { return rcq_; }
+    Srq* srq() const noexcept { return srq_; }
+    ibv_qp_state state() const noexcept { return abi_.qp_base.state; }
+
+private:
+    // qp_verbs.cpp
+    int connect(const ibv_qp_attr& attr);
+    void reset();
+    void to_error();
+    void flush();
+
+    // qp_tx.cpp: the send side
+    void advance_sq(std::uint64_t now);
+    enum class Start { Done, Blocked, Failed };
+    Start start(SendOp& op, std::uint64_t now);
+    Start start_send(SendOp& op);
+    Start start_write(SendOp& op);
+    Start start_read(SendOp& op);
+    Start start_atomic(SendOp& op);
+    Start start_ud(SendOp& op);
+    bool emit_ll(const wire::Header& h, const SendOp* op, std::uint64_t from, std::uint32_t len);
+    enum class Emit { Sent, NoRoom, Error };
+    Emit emit_hb(const wire::Header& h, const SendOp* op, std::uint64_t from, std::uint32_t len,
+                 std::vector<tcaDmaXfer>* pre, std::uint64_t* seq_out);
+    int start_dma(std::vector<tcaDmaXfer>& xfers, std::uint32_t* status);
+    bool dma_idle();
+    void poll_dma();
+    void poll_rp(SendOp& op);
+    void complete_sq();
+    void check_timers(std::uint64_t now);
+    void fail(SendOp& op, ibv_wc_status st);
+    bool get_bounce(std::uint64_t bytes, Bounce* out);
+    void put_bounce(Bounce& b) noexcept;
+    int remote_mr(std::uint32_t rkey, RemoteRange** out);
+    ibv_wc_status check_remote(SendOp& op, std::uint32_t need, RemoteRange** mr,
+                               std::uint64_t* off);
+    void gather(const SendOp& op, std::uint64_t from, std::uint64_t len, unsigned char* to) const;
+    bool sge_ok(const SendOp& op, std::uint32_t need) const;
+
+    // qp_rx.cpp: the receive side
+    void poll_rx();
+    bool take_packet(const unsigned char* pkt, const wire::Header& h, std::uint64_t hb_bytes);
+    bool deliver(const wire::Header& h, const unsigned char* payload);
+    void poll_ud();
+    void read_feedback(std::uint64_t now);
+    void send_ack(bool force);
+    void send_nak(std::uint32_t seq, std::uint8_t kind);
+    RecvWr* next_recv();
+    void pop_recv();
+    void complete_recv(const RecvWr& wr, ibv_wc_status st, const wire::Header& h,
+                       std::uint32_t byte_len);
+    void put_word(std::uint64_t off, std::uint64_t v);
+    std::uint64_t load_ctrl(std::uint32_t off) const noexcept;
+
+    ibv_qp_ex abi_{};  // first: the program's ibv_qp * is our address
+    Engine& eng_;
+    Pd* pd_;
+    Cq *scq_, *rcq_;
+    Srq* srq_;
+    ibv_qp_cap cap_{};
+    bool sq_sig_all_;
+    ibv_qp_attr attr_{};  // what modify set (query returns it)
+
+    // Our receive area (the peer writes it) and its geometry.
+    TcaBuffer area_;
+    std::uint32_t ll_slots_ = 0;
+    std::uint64_t hb_bytes_ = 0;
+    std::uint32_t ud_slots_ = 0;
+    std::uint32_t qpn_ = 0;
+
+    // The peer (RC): its area, geometry, and our staging mirror of it.
+    std::uint32_t peer_node_ = 0;
+    RemoteRange peer_;
+    QpInfo peer_info_{};
+    TcaBuffer stage_;
+    std::vector<tcaChain> ll_chains_;  // slot i of staging -> slot i of the peer
+    std::unique_ptr<TxRings> tx_;
+    std::unique_ptr<RxRings> rx_;
+    bool peer_lost_ = false;
+    // The peer is on this node: the driver does not DMA between two
+    // processes of one node, so everything goes by PIO (through the card's
+    // loopback, filtered like any remote write).
+    bool loopback_ = false;
+    // Remote MRs this QP used, by rkey (on the peer's node), with their leases.
+    std::unordered_map<std::uint32_t, std::unique_ptr<RemoteRange>> mr_cache_;
+
+    // Bounce slots (bounce_slots_ bits set: free).
+    static constexpr std::uint32_t kBounceSlots = 16;
+    static constexpr std::uint64_t kBounceSlot = wire::kUdSlot;  // a datagram fits
+    TcaBuffer bounce_area_;
+    std::uint32_t bounce_free_ = (1u << kBounceSlots) - 1;
+
+    // Send queue.
+    std::deque<SendOp> sq_;
+    std::uint32_t rd_inflight_ = 0;
+    // DMA runs of this QP, all on one channel, so they end in order.
+    std::deque<tcaDmaTicket> dma_;
+    std::uint64_t dma_started_ = 0, dma_ended_ = 0;
+    std::uint32_t dma_channel_ = 0;
+    std::uint32_t dma_status_ = 0;  // a run that failed: its card code
+
+    // Acknowledgements and retries (send side).
+    std::uint64_t progress_ns_ = 0;  // last time the peer showed life
+    std::uint32_t retries_left_ = 7;
+    std::uint32_t rnr_left_ = 7;
+    std::uint16_t nak_seen_ = 0;
+    std::uint32_t rnr_seq_ = 0;        // a packet the peer had no receive for
+    std::uint64_t rnr_resend_ns_ = 0;  // when to send the retry token
+    std::uint32_t rnr_attempt_ = 0;
+
+    // Receive side.
+    std::deque<RecvWr> rq_;
+    RecvWr cur_{};  // the receive WR a fragmented message fills
+    bool cur_valid_ = false;
+    std::uint64_t cur_len_ = 0;
+    ibv_wc_status cur_status_ = IBV_WC_SUCCESS;
+    std::uint32_t acked_sent_ = 0;  // the count our peer last got from us
+    std::uint64_t ack_due_ns_ = 0;  // an explicit ack is owed from then on
+    std::uint64_t hb_owed_ = 0;     // HB bytes consumed since the last ack
+    static constexpr std::uint64_t kAckDelayNs = 100000;
+    std::uint16_t nak_count_ = 0;
+    std::uint32_t rnr_waiting_ = 0;  // seq we NAKed (RNR); 0: none
+    std::uint32_t retry_seen_ = 0;   // the sender's last retry attempt seen
+    std::uint64_t ud_consumed_ = 0;  // UD slots consumed
+    std::uint64_t ud_stuck_ns_ = 0;  // since when a reserved slot stays unwritten
+    // UD destinations (node << 32 | QPN): their area and the last
+    // reservation word seen (a guess for the next compare-and-swap).
+    struct UdDest {
+        RemoteRange range;
+        std::uint64_t word = 0;
+        std::uint32_t slots = 0;
+    };
+    std::unordered_map<std::uint64_t, std::unique_ptr<UdDest>> ud_dests_;
+    UdDest* ud_dest(std::uint32_t node, std::uint32_t qpn);
+
+    friend class Engine;
+};
+
+}  // namespace pv

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#include "remote.hpp"
+
+#include <ctime>
+
+#include "log.hpp"
+
+namespace pv {
+
+std::uint64_t now_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void RemoteRange::set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept {
+    // Measured from before the lookup was sent: the target granted it later.
+    const std::uint64_t lease = static_cast<std::uint64_t>(lease_ms ? lease_ms : 1000) * 1000000ull;
+    expire_ns_ = start_ns + lease;
+    renew_ns_ = start_ns + lease / 2;
+}
+
+int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name) {
+    segs_.clear();
+    node_ = node;
+    const std::uint64_t start = now_ns();
+    tcaNameInfo n;
+    if (int rc = tcaLookupName(static_cast<int>(node), kind, name, 0, &n)) {
+        log_debug("lookup of %s %#x on node %u: %s", kind == TCA_NAME_QP ? "QP" : "key", name, node,
+                  tcaErrorString(rc));
+        return rc;
+    }
+    first_ = n;
+    segs_.push_back(n);
+    set_lease(start, n.lease_ms);
+    return 0;
+}
+
+int RemoteRange::renew(std::uint64_t now) {
+    tcaNameInfo n;
+    const int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, 0, &n);
+    return renewed(rc, n, now);
+}
+
+int RemoteRange::renewed(int rc, const tcaNameInfo& n, std::uint64_t now) {
+    if (rc) {
+        log_debug("renewing %s %#x on node %u: %s", first_.kind == TCA_NAME_QP ? "QP" : "key",
+                  first_.name, node_, tcaErrorString(rc));
+        return rc;
+    }
+    // A name never changes its memory: the same name answering is the
+    // same registration.
+    if (n.owner != first_.owner || n.size != first_.size) {
+        log_debug("renewing %#x on node %u: owner %llu/%llu size %llu/%llu", first_.name, node_,
+                  (unsigned long long)n.owner, (unsigned long long)first_.owner,
+                  (unsigned long long)n.size, (unsigned long long)first_.size);
+        return TCA_ENOTEXPORTED;
+    }
+    set_lease(now, n.lease_ms);
+    return 0;
+}
+
+int RemoteRange::pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>* out) {
+    out->clear();
+    if (segs_.empty() || off > size() || len > size() - off)
+        return TCA_ERANGE;
+    std::uint64_t pos = 0;
+    std::size_t i = 0;
+    while (pos < len) {
+        const std::uint64_t at = off + pos;
+        // Find (or fetch) the segment holding byte `at`.
+        while (i < segs_.size() && segs_[i].offset + segs_[i].handle.size <= at)
+            ++i;
+        if (i == segs_.size()) {
+            const tcaNameInfo& last = segs_.back();
+            tcaNameInfo n;
+            const std::uint64_t next = last.offset + last.handle.size;
+            if (int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, next, &n))
+                return rc;
+            if (n.offset != next || n.owner != first_.owner)
+                return TCA_EDEVICE;
+            segs_.push_back(n);
+            continue;
+        }
+        const tcaNameInfo& s = segs_[i];
+        const std::uint64_t hoff = at - s.offset;
+        std::uint64_t n = s.handle.size - hoff;
+        if (n > len - pos)
+            n = len - pos;
+        out->push_back(Piece{&s.handle, hoff, pos, n});
+        pos += n;
+    }
+    return 0;
+}
+
+}  // namespace pv

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// Memory another node published (a peer QP's area, a remote MR), found by
+// name through tcaLookupName, kept as the libtca handles that describe it,
+// and kept only for a lease: whoever writes into it must look the name up
+// again before the lease the target's driver granted runs out (the driver
+// keeps freed memory out of reach for longer than that; docs/verbs.md,
+// "Stale translations").
+#pragma once
+
+#include <tca/tca.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace pv {
+
+class RemoteRange {
+public:
+    // Looks up (node, kind, name) from offset 0: 0 or a libtca code.
+    int open(std::uint32_t node, std::uint32_t kind, std::uint32_t name);
+    bool valid() const noexcept { return !segs_.empty(); }
+    void close() noexcept { segs_.clear(); }
+
+    const tcaNameInfo& info() const noexcept { return first_; }
+    std::uint32_t node() const noexcept { return node_; }
+    std::uint64_t size() const noexcept { return first_.size; }
+
+    // One piece of [off, off + len) of the range inside one handle.
+    struct Piece {
+        const tcaHandle* h;
+        std::uint64_t hoff;  // offset in *h
+        std::uint64_t pos;   // offset of the piece in [off, off + len)
+        std::uint64_t len;
+    };
+    // Splits [off, off + len) at handle boundaries, looking up the parts of
+    // the range not seen yet. 0, TCA_ERANGE, or a lookup error.
+    int pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>* out);
+
+    // Is a renewal due (half the lease gone) / the lease over?
+    bool renewal_due(std::uint64_t now_ns) const noexcept { return now_ns >= renew_ns_; }
+    bool expired(std::uint64_t now_ns) const noexcept { return now_ns >= expire_ns_; }
+    // Looks the name up again: 0 extends the lease; an error means the name
+    // is gone or unreachable (the caller stops writing).
+    int renew(std::uint64_t now_ns);
+    // The same, with a lookup made by the caller (started at started_ns).
+    int renewed(int rc, const tcaNameInfo& n, std::uint64_t started_ns);
+
+private:
+    void set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept;
+
+    std::uint32_t node_ = 0;
+    tcaNameInfo first_{};
+    std::deque<tcaNameInfo> segs_;  // ordered by offset, contiguous from 0 (stable addresses)
+    std::uint64_t renew_ns_ = 0;
+    std::uint64_t expire_ns_ = 0;
+};
+
+std::uint64_t now_ns() noexcept;
+
+}  // namespace pv

@@ -1,0 +1,112 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# End to end on the host: Debian's unmodified ibverbs-utils and perftest
+# programs, as two processes (node 0 the server, node 1 the client) over the
+# fake driver (LD_PRELOAD), with this library first on LD_LIBRARY_PATH.
+# Every pair must exit 0, and each program's own result line must be there
+# (rc_pingpong with -c validates every buffer it receives).
+#   e2e_verbs.sh FAKE_DRIVER_SO VERBS_LIB_DIR [CHECK_TOOL]
+set -eu
+fake=$1 libdir=$2 check=${3:-}
+dir=$(mktemp -d /dev/shm/pv-e2e.XXXXXX 2>/dev/null || mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export TCA_FAKE_DIR=$dir TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0 LD_LIBRARY_PATH=$libdir
+# A port per run, so that concurrent runs (other checkouts) do not meet.
+port=$((20000 + $$ % 20000))
+runs=0
+
+fail() {
+	echo "e2e_verbs: FAIL: $*"
+	for f in "$dir"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
+	exit 1
+}
+
+# pair NAME PROG ARGS...: server on node 0, client on node 1 (localhost).
+pair() {
+	name=$1 prog=$2
+	shift 2
+	port=$((port + 1))
+	rm -f "$dir"/mem* "$dir"/mbox* "$dir"/exports* "$dir"/names*
+	(set +e; TCA_FAKE_NODE=0 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" \
+		>"$dir/$name.srv.log" 2>&1; echo $? >"$dir/$name.srv.rc") &
+	sleep 0.3
+	set +e
+	TCA_FAKE_NODE=1 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" localhost >"$dir/$name.cli.log" 2>&1
+	crc=$?
+	set -e
+	wait
+	[ "$crc" = 0 ] || fail "$name: client exited $crc"
+	[ "$(cat "$dir/$name.srv.rc")" = 0 ] || fail "$name: server exited $(cat "$dir/$name.srv.rc")"
+	runs=$((runs + 1))
+}
+
+expect() { # NAME PATTERN: in both sides' output
+	for side in srv cli; do
+		grep -q -- "$2" "$dir/$1.$side.log" || fail "$1 ($side): '$2' not in its output"
+	done
+}
+
+one() { # NAME PROG ARGS...: a single process on node 0
+	name=$1 prog=$2
+	shift 2
+	set +e
+	TCA_FAKE_NODE=0 LD_PRELOAD=$fake timeout 60 "$prog" "$@" >"$dir/$name.srv.log" 2>&1
+	rc=$?
+	set -e
+	[ $rc = 0 ] || fail "$name exited $rc"
+	cp "$dir/$name.srv.log" "$dir/$name.cli.log"
+	runs=$((runs + 1))
+}
+
+one devices ibv_devices
+expect devices "peach2_0"
+one devinfo ibv_devinfo -v
+expect devinfo "hca_id:	peach2_0"
+expect devinfo "PORT_ACTIVE"
+expect devinfo "link_layer:		InfiniBand"
+expect devinfo "GID\[  0\]:.*fe80:0000:0000:0000:5045:4332:0000:0000"
+
+# rc_pingpong validates every message (-c): small (low-latency ring),
+# page-sized and big (high-bandwidth ring, fragments), polling and events.
+for s in 1 216 4096 300000; do
+	pair rc$s ibv_rc_pingpong -g 0 -c -n 200 -s $s
+	expect rc$s "200 iters in"
+done
+pair rce ibv_rc_pingpong -g 0 -c -n 200 -s 4096 -e
+expect rce "200 iters in"
+pair srq ibv_srq_pingpong -g 0 -n 200 -s 1024
+expect srq "200 iters in"
+pair srqe ibv_srq_pingpong -g 0 -n 100 -s 64 -e
+expect srqe "100 iters in"
+pair ud ibv_ud_pingpong -g 0 -c -n 200 -s 1024
+expect ud "200 iters in"
+
+# perftest: latency and bandwidth programs, a few sizes each. Their result
+# table has one row per size ("<bytes> <iterations> ...").
+for p in ib_send_lat ib_write_lat ib_read_lat; do
+	for s in 2 1024 65536; do
+		pair ${p}_$s $p -n 100 -s $s
+		grep -Eq "^ *$s +100 " "$dir/${p}_$s.cli.log" || fail "${p}_$s: no result row"
+	done
+done
+pair atomic ib_atomic_lat -n 200
+grep -Eq "^ *8 +200 " "$dir/atomic.cli.log" || fail "atomic: no result row"
+for p in ib_write_bw ib_send_bw ib_read_bw; do
+	for s in 4096 1048576; do
+		pair ${p}_$s $p -n 200 -s $s
+		grep -Eq "^ *$s +200 " "$dir/${p}_$s.cli.log" || fail "${p}_$s: no result row"
+	done
+done
+pair atomicbw ib_atomic_bw -n 500
+pair sendlatall ib_send_lat -a -n 20
+grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 MiB row"
+
+if [ -n "$check" ]; then
+	# The library's own checks of error semantics, between two processes.
+	for t in access rnr badwr flush stream; do
+		pair check_$t "$check" $t
+		expect check_$t "PASS"
+	done
+fi
+
+echo "e2e_verbs: PASS: $runs program runs"

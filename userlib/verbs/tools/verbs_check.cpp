@@ -1,0 +1,887 @@
+// SPDX-License-Identifier: MIT
+// tca_verbs_check: checks of Verbs semantics the stock programs do not
+// exercise, written against <infiniband/verbs.h> only (it runs on any
+// libibverbs: ours, or a real HCA's). A server and a client exchange QP
+// numbers, PSNs and keys over TCP, as rc_pingpong does.
+//
+//   tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] TEST [SERVER]
+//
+// TEST:
+//   access   remote Write/Read/atomics with a wrong rkey, outside the MR,
+//            without the access right, and with a deregistered rkey: each
+//            completes with IBV_WC_REM_ACCESS_ERR, and the server checks its
+//            memory is unchanged; a good Write and Read work around them
+//   rnr      a Send with no receive posted: rnr_retry 1 ends with
+//            IBV_WC_RNR_RETRY_EXC_ERR; rnr_retry 7 completes once the server
+//            posts a receive late
+//   badwr    ibv_post_send/ibv_post_recv refuse bad WRs with errno and
+//            bad_wr; a bad lkey completes with IBV_WC_LOC_PROT_ERR
+//   flush    moving a QP to ERR flushes every outstanding WR, in order
+//   stream   COUNT messages (Send and Write with Immediate, sizes 1 B ..
+//            64 KiB) with a sequence number and checksum each; the server
+//            checks every one: none lost, duplicated or corrupt
+//   peer     the server exits after connecting; the client's Sends end with
+//            IBV_WC_RETRY_EXC_ERR (not a hang)
+//   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
+//
+// The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
+// exit status is 0 only on PASS.
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const char* g_test = "?";
+bool g_server = false;
+
+// The verdict line: "tca_verbs_check TEST: PASS|FAIL (server|client): message".
+void verdict(const char* what, const char* fmt, va_list ap) {
+    char msg[512];
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    std::printf("tca_verbs_check %s: %s (%s): %s\n", g_test, what, g_server ? "server" : "client",
+                msg);
+    std::fflush(stdout);
+}
+
+[[noreturn]] void fail(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verdict("FAIL", fmt, ap);
+    va_end(ap);
+    std::exit(1);
+}
+
+void pass(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verdict("PASS", fmt, ap);
+    va_end(ap);
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// ---- TCP ------------------------------------------------------------------------------------
+
+class Link {
+public:
+    // Server: listen and accept one client; client: connect (retrying for a while).
+    Link(const char* server, int port) {
+        if (!server) {
+            const int ls = ::socket(AF_INET6, SOCK_STREAM, 0);
+            const int one = 1;
+            ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            sockaddr_in6 a{};
+            a.sin6_family = AF_INET6;
+            a.sin6_port = htons(static_cast<std::uint16_t>(port));
+            a.sin6_addr = in6addr_any;
+            if (::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) || ::listen(ls, 1))
+                fail("cannot listen on port %d: %s", port, std::strerror(errno));
+            fd_ = ::accept(ls, nullptr, nullptr);
+            ::close(ls);
+        } else {
+            addrinfo hints{}, *res = nullptr;
+            hints.ai_socktype = SOCK_STREAM;
+            if (::getaddrinfo(server, std::to_string(port).c_str(), &hints, &res) || !res)
+                fail("cannot resolve %s", server);
+            for (int i = 0; i < 300 && fd_ < 0; ++i) {
+                const int s = ::socket(res->ai_family, SOCK_STREAM, 0);
+                if (::connect(s, res->ai_addr, res->ai_addrlen) == 0) {
+                    fd_ = s;
+                    break;
+                }
+                ::close(s);
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+            ::freeaddrinfo(res);
+        }
+        if (fd_ < 0)
+            fail("no TCP connection to the peer");
+        const int one = 1;
+        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    ~Link() { ::close(fd_); }
+    void send(const void* p, std::size_t n) {
+        if (::send(fd_, p, n, MSG_NOSIGNAL) != static_cast<ssize_t>(n))
+            fail("TCP send: %s", std::strerror(errno));
+    }
+    // False if the peer closed the connection.
+    bool recv(void* p, std::size_t n) {
+        auto* b = static_cast<unsigned char*>(p);
+        while (n) {
+            const ssize_t r = ::recv(fd_, b, n, 0);
+            if (r <= 0)
+                return false;
+            b += r;
+            n -= static_cast<std::size_t>(r);
+        }
+        return true;
+    }
+    void must_recv(void* p, std::size_t n) {
+        if (!recv(p, n))
+            fail("the peer closed the TCP connection");
+    }
+    // Send ours, receive the peer's (QP numbers, PSNs, keys: a fixed-size struct).
+    template <class T>
+    T exchange(const T& mine) {
+        send(&mine, sizeof mine);
+        T peer{};
+        must_recv(&peer, sizeof peer);
+        return peer;
+    }
+    void sync(std::uint32_t step) {
+        send(&step, sizeof step);
+        std::uint32_t got = 0;
+        must_recv(&got, sizeof got);
+        if (got != step)
+            fail("out of step with the peer (%u, %u)", step, got);
+    }
+
+private:
+    int fd_ = -1;
+};
+
+// ---- Verbs set-up -------------------------------------------------------------------------
+
+struct Dest {
+    std::uint32_t qpn, psn;
+    std::uint16_t lid;
+    std::uint8_t pad[2];
+    ibv_gid gid;
+};
+
+struct Dev {
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_cq* cq = nullptr;
+    ibv_port_attr port{};
+    ibv_gid gid{};
+
+    Dev() {
+        int n = 0;
+        ibv_device** list = ibv_get_device_list(&n);
+        if (!list || n < 1)
+            fail("no Verbs device");
+        ctx = ibv_open_device(list[0]);
+        ibv_free_device_list(list);
+        if (!ctx)
+            fail("cannot open the device: %s", std::strerror(errno));
+        pd = ibv_alloc_pd(ctx);
+        cq = ibv_create_cq(ctx, 4096, nullptr, nullptr, 0);
+        if (!pd || !cq || ibv_query_port(ctx, 1, &port) || ibv_query_gid(ctx, 1, 0, &gid))
+            fail("device set-up failed");
+    }
+    ibv_mr* reg(void* p, std::size_t n, int access) {
+        ibv_mr* mr = ibv_reg_mr(pd, p, n, access);
+        if (!mr)
+            fail("ibv_reg_mr of %zu bytes: %s", n, std::strerror(errno));
+        return mr;
+    }
+};
+
+struct Qp {
+    ibv_qp* qp = nullptr;
+    std::uint32_t psn;
+
+    Qp(Dev& d, std::uint32_t max_send = 64, std::uint32_t max_recv = 256) {
+        ibv_qp_init_attr a{};
+        a.send_cq = d.cq;
+        a.recv_cq = d.cq;
+        a.cap.max_send_wr = max_send;
+        a.cap.max_recv_wr = max_recv;
+        a.cap.max_send_sge = 2;
+        a.cap.max_recv_sge = 2;
+        a.qp_type = IBV_QPT_RC;
+        qp = ibv_create_qp(d.pd, &a);
+        if (!qp)
+            fail("ibv_create_qp: %s", std::strerror(errno));
+        psn = static_cast<std::uint32_t>(std::rand()) & 0xffffff;
+        ibv_qp_attr m{};
+        m.qp_state = IBV_QPS_INIT;
+        m.port_num = 1;
+        m.qp_access_flags =
+            IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+        if (ibv_modify_qp(qp, &m,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+            fail("QP to INIT");
+    }
+    Dest dest(const Dev& d) const { return Dest{qp->qp_num, psn, d.port.lid, {}, d.gid}; }
+    void connect(const Dest& r, std::uint8_t rnr_retry = 7, std::uint8_t min_rnr_timer = 1,
+                 std::uint8_t retry_cnt = 7) {
+        ibv_qp_attr m{};
+        m.qp_state = IBV_QPS_RTR;
+        m.path_mtu = IBV_MTU_4096;
+        m.dest_qp_num = r.qpn;
+        m.rq_psn = r.psn;
+        m.max_dest_rd_atomic = 16;
+        m.min_rnr_timer = min_rnr_timer;
+        m.ah_attr.dlid = r.lid;
+        m.ah_attr.port_num = 1;
+        m.ah_attr.is_global = 1;
+        m.ah_attr.grh.dgid = r.gid;
+        m.ah_attr.grh.hop_limit = 1;
+        if (int rc =
+                ibv_modify_qp(qp, &m,
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+            fail("QP to RTR: %s", std::strerror(rc));
+        m = ibv_qp_attr{};
+        m.qp_state = IBV_QPS_RTS;
+        m.timeout = 14;
+        m.retry_cnt = retry_cnt;
+        m.rnr_retry = rnr_retry;
+        m.sq_psn = psn;
+        m.max_rd_atomic = 16;
+        if (int rc = ibv_modify_qp(qp, &m,
+                                   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+            fail("QP to RTS: %s", std::strerror(rc));
+    }
+};
+
+// Waits for `n` completions (timeout_s); returns them.
+std::vector<ibv_wc> wait_wc(ibv_cq* cq, int n, double timeout_s = 60) {
+    std::vector<ibv_wc> out;
+    const double end = now_s() + timeout_s;
+    while (static_cast<int>(out.size()) < n) {
+        ibv_wc wc[16];
+        const int got = ibv_poll_cq(cq, std::min(16, n - static_cast<int>(out.size())), wc);
+        if (got < 0)
+            fail("ibv_poll_cq: %d", got);
+        out.insert(out.end(), wc, wc + got);
+        if (got == 0 && now_s() > end)
+            fail("only %zu of %d completions after %.0f s", out.size(), n, timeout_s);
+    }
+    return out;
+}
+
+ibv_send_wr rdma_wr(ibv_sge* sge, ibv_wr_opcode op, std::uint64_t raddr, std::uint32_t rkey,
+                    std::uint64_t id) {
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = sge;
+    wr.num_sge = 1;
+    wr.opcode = op;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+        wr.wr.atomic.remote_addr = raddr;
+        wr.wr.atomic.rkey = rkey;
+        wr.wr.atomic.compare_add = 1;
+    } else {
+        wr.wr.rdma.remote_addr = raddr;
+        wr.wr.rdma.rkey = rkey;
+    }
+    return wr;
+}
+
+void post(ibv_qp* qp, ibv_send_wr& wr) {
+    ibv_send_wr* bad = nullptr;
+    if (int rc = ibv_post_send(qp, &wr, &bad))
+        fail("ibv_post_send: %s", std::strerror(rc));
+}
+
+// ---- access ---------------------------------------------------------------------------------
+
+struct AccessInfo {
+    std::uint64_t a_addr, b_addr, c_addr, d_addr;
+    std::uint32_t a_rkey, b_rkey, c_rkey, d_rkey;
+    Dest qp[8];
+};
+
+constexpr int kAccessCases = 8;
+constexpr std::size_t kAccessBytes = 4096;
+
+void access_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    std::vector<Qp> qps;
+    for (int i = 0; i < kAccessCases; ++i)
+        qps.emplace_back(d);
+    if (!server) {
+        // A: write/read, no atomic. B: local only. C: deregistered before
+        // use. D: everything (the positive control).
+        static unsigned char a[kAccessBytes] __attribute__((aligned(4096)));
+        static unsigned char b[kAccessBytes] __attribute__((aligned(4096)));
+        static unsigned char c[kAccessBytes] __attribute__((aligned(4096)));
+        static unsigned char dd[kAccessBytes] __attribute__((aligned(4096)));
+        for (std::size_t i = 0; i < kAccessBytes; ++i)
+            a[i] = b[i] = c[i] = static_cast<unsigned char>(i * 13 + 7);
+        ibv_mr* ma =
+            d.reg(a, kAccessBytes,
+                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+        ibv_mr* mb = d.reg(b, kAccessBytes, IBV_ACCESS_LOCAL_WRITE);
+        ibv_mr* mc = d.reg(c, kAccessBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        ibv_mr* md = d.reg(dd, kAccessBytes,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+        AccessInfo info{};
+        info.a_addr = reinterpret_cast<std::uintptr_t>(a);
+        info.b_addr = reinterpret_cast<std::uintptr_t>(b);
+        info.c_addr = reinterpret_cast<std::uintptr_t>(c);
+        info.d_addr = reinterpret_cast<std::uintptr_t>(dd);
+        info.a_rkey = ma->rkey;
+        info.b_rkey = mb->rkey;
+        info.c_rkey = mc->rkey;
+        info.d_rkey = md->rkey;
+        if (ibv_dereg_mr(mc))
+            fail("ibv_dereg_mr");
+        for (int i = 0; i < kAccessCases; ++i)
+            info.qp[i] = qps[i].dest(d);
+        link.send(&info, sizeof info);
+        AccessInfo peer;
+        link.must_recv(&peer, sizeof peer);
+        for (int i = 0; i < kAccessCases; ++i)
+            qps[i].connect(peer.qp[i]);
+        link.sync(1);  // connected
+        link.sync(2);  // the client is done
+        for (std::size_t i = 0; i < kAccessBytes; ++i)
+            if (a[i] != static_cast<unsigned char>(i * 13 + 7) ||
+                b[i] != static_cast<unsigned char>(i * 13 + 7) ||
+                c[i] != static_cast<unsigned char>(i * 13 + 7))
+                fail("byte %zu of the target memory changed (A %u, B %u, C %u)", i, a[i], b[i],
+                     c[i]);
+        if (std::memcmp(dd, "positive control", 16))
+            fail("the good RDMA Write did not land");
+        pass("refused Writes, Reads and atomics changed none of 3 x %zu bytes", kAccessBytes);
+        return;
+    }
+    AccessInfo peer;
+    link.must_recv(&peer, sizeof peer);
+    AccessInfo mine{};
+    for (int i = 0; i < kAccessCases; ++i) {
+        mine.qp[i] = qps[i].dest(d);
+        qps[i].connect(peer.qp[i]);
+    }
+    link.send(&mine, sizeof mine);
+    link.sync(1);
+    static unsigned char local[64] __attribute__((aligned(64)));
+    std::memcpy(local, "positive control", 16);
+    ibv_mr* ml = d.reg(local, sizeof local, IBV_ACCESS_LOCAL_WRITE);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(local), 16, ml->lkey};
+    ibv_sge sge8{reinterpret_cast<std::uintptr_t>(local + 32), 8, ml->lkey};
+    ibv_sge badkey{reinterpret_cast<std::uintptr_t>(local), 16, ml->lkey ^ 0x5a5a00};
+    struct Case {
+        const char* what;
+        ibv_wr_opcode op;
+        std::uint64_t addr;
+        std::uint32_t rkey;
+        ibv_sge* sge;
+        ibv_wc_status want;
+    };
+    const Case cases[kAccessCases] = {
+        {"Write with a wrong rkey", IBV_WR_RDMA_WRITE, peer.a_addr, peer.a_rkey ^ 0x5a5a00, &sge,
+         IBV_WC_REM_ACCESS_ERR},
+        {"Write past the end of the MR", IBV_WR_RDMA_WRITE, peer.a_addr + kAccessBytes - 8,
+         peer.a_rkey, &sge, IBV_WC_REM_ACCESS_ERR},
+        {"Write without REMOTE_WRITE", IBV_WR_RDMA_WRITE, peer.b_addr, peer.b_rkey, &sge,
+         IBV_WC_REM_ACCESS_ERR},
+        {"Read without REMOTE_READ", IBV_WR_RDMA_READ, peer.b_addr, peer.b_rkey, &sge,
+         IBV_WC_REM_ACCESS_ERR},
+        {"atomic without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, peer.a_addr, peer.a_rkey,
+         &sge8, IBV_WC_REM_ACCESS_ERR},
+        {"Write with a deregistered rkey", IBV_WR_RDMA_WRITE, peer.c_addr, peer.c_rkey, &sge,
+         IBV_WC_REM_ACCESS_ERR},
+        {"Write from a bad lkey", IBV_WR_RDMA_WRITE, peer.a_addr, peer.a_rkey, &badkey,
+         IBV_WC_LOC_PROT_ERR},
+        {"Write (good)", IBV_WR_RDMA_WRITE, peer.d_addr, peer.d_rkey, &sge, IBV_WC_SUCCESS},
+    };
+    for (int i = 0; i < kAccessCases; ++i) {
+        const Case& c = cases[i];
+        ibv_send_wr wr = rdma_wr(c.sge, c.op, c.addr, c.rkey, static_cast<std::uint64_t>(i));
+        post(qps[i].qp, wr);
+        const ibv_wc wc = wait_wc(d.cq, 1)[0];
+        if (wc.status != c.want || wc.wr_id != static_cast<std::uint64_t>(i))
+            fail("%s: completion %s (wr %" PRIu64 "), want %s", c.what,
+                 ibv_wc_status_str(wc.status), wc.wr_id, ibv_wc_status_str(c.want));
+        std::printf("  %-34s %s\n", c.what, ibv_wc_status_str(wc.status));
+    }
+    // The good Read of what the good Write wrote, on the same QP.
+    std::memset(local + 16, 0, 16);
+    ibv_sge back{reinterpret_cast<std::uintptr_t>(local + 16), 16, ml->lkey};
+    ibv_send_wr wr = rdma_wr(&back, IBV_WR_RDMA_READ, peer.d_addr, peer.d_rkey, 99);
+    post(qps[kAccessCases - 1].qp, wr);
+    const ibv_wc wc = wait_wc(d.cq, 1)[0];
+    if (wc.status != IBV_WC_SUCCESS || std::memcmp(local + 16, "positive control", 16))
+        fail("the good RDMA Read: %s", ibv_wc_status_str(wc.status));
+    link.sync(2);
+    pass(
+        "%d refused operations completed with REM_ACCESS_ERR, one with LOC_PROT_ERR; good Write "
+        "and Read worked",
+        kAccessCases - 2);
+}
+
+// ---- rnr -------------------------------------------------------------------------------------
+
+void rnr_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q1(d), q2(d);
+    Dest mine[2] = {q1.dest(d), q2.dest(d)}, peer[2];
+    link.send(mine, sizeof mine);
+    link.must_recv(peer, sizeof peer);
+    static unsigned char buf[4096];
+    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
+    if (!server) {
+        q1.connect(peer[0], 7, 1);
+        q2.connect(peer[1], 7, 1);
+        link.sync(1);
+        link.sync(2);  // client saw its RNR error on q1
+        // q2: the client's Send waits (rnr_retry 7); receive it late.
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        ibv_recv_wr rwr{};
+        rwr.wr_id = 7;
+        rwr.sg_list = &sge;
+        rwr.num_sge = 1;
+        ibv_recv_wr* bad;
+        if (ibv_post_recv(q2.qp, &rwr, &bad))
+            fail("ibv_post_recv");
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 7 || std::memcmp(buf, "late receive", 12))
+            fail("the late receive: %s", ibv_wc_status_str(wc.status));
+        link.sync(3);
+        pass(
+            "no receive: the sender gave up (rnr_retry 1); a late receive got the message "
+            "(rnr_retry 7)");
+        return;
+    }
+    q1.connect(peer[0], 1, 1);
+    q2.connect(peer[1], 7, 1);
+    link.sync(1);
+    std::memcpy(buf, "late receive", 12);
+    ibv_send_wr wr{};
+    wr.wr_id = 1;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    const double t0 = now_s();
+    post(q1.qp, wr);
+    ibv_wc wc = wait_wc(d.cq, 1, 60)[0];
+    if (wc.status != IBV_WC_RNR_RETRY_EXC_ERR)
+        fail("Send without a receive, rnr_retry 1: %s, want %s", ibv_wc_status_str(wc.status),
+             ibv_wc_status_str(IBV_WC_RNR_RETRY_EXC_ERR));
+    std::printf("  rnr_retry 1: %s after %.2f s\n", ibv_wc_status_str(wc.status), now_s() - t0);
+    link.sync(2);
+    wr.wr_id = 2;
+    post(q2.qp, wr);
+    wc = wait_wc(d.cq, 1, 60)[0];
+    if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 2)
+        fail("Send with rnr_retry 7 and a late receive: %s", ibv_wc_status_str(wc.status));
+    link.sync(3);
+    pass("RNR_RETRY_EXC_ERR after %d retry, and success once a receive came late", 1);
+}
+
+// ---- badwr ------------------------------------------------------------------------------------
+
+void badwr_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, 4, 4);
+    const Dest peer = link.exchange(q.dest(d));
+    static unsigned char buf[4096];
+    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+    ibv_sge sge[3] = {{reinterpret_cast<std::uintptr_t>(buf), 8, mr->lkey},
+                      {reinterpret_cast<std::uintptr_t>(buf + 8), 8, mr->lkey},
+                      {reinterpret_cast<std::uintptr_t>(buf + 16), 8, mr->lkey}};
+    ibv_send_wr wr{};
+    wr.sg_list = sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    ibv_send_wr* bad = nullptr;
+    // Before RTS: refused.
+    if (ibv_post_send(q.qp, &wr, &bad) != EINVAL || bad != &wr)
+        fail("a Send in INIT was not refused with EINVAL");
+    q.connect(peer);
+    link.sync(1);
+    if (server) {
+        link.sync(2);
+        pass("peer of the bad-WR checks");
+        return;
+    }
+    auto refused = [&](const char* what, ibv_send_wr* list, ibv_send_wr* want_bad, int want) {
+        bad = nullptr;
+        const int rc = ibv_post_send(q.qp, list, &bad);
+        if (rc != want || bad != want_bad)
+            fail("%s: rc %d (%s), bad_wr %s; want %s", what, rc, std::strerror(rc),
+                 bad == want_bad ? "right" : "wrong", std::strerror(want));
+        std::printf("  %-40s %s, bad_wr right\n", what, std::strerror(rc));
+    };
+    wr.num_sge = 3;  // max_send_sge is 2
+    refused("too many SGEs", &wr, &wr, EINVAL);
+    wr.num_sge = 1;
+    wr.opcode = static_cast<ibv_wr_opcode>(77);
+    refused("unknown opcode", &wr, &wr, EINVAL);
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE;
+    sge[0].length = 4000;
+    refused("inline data beyond max_inline_data", &wr, &wr, EINVAL);
+    sge[0].length = 8;
+    wr.send_flags = 0;
+    wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+    refused("atomic of 8 bytes in 2 SGEs", (wr.num_sge = 2, &wr), &wr, EINVAL);
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    // The second WR of a list is bad: the first is posted.
+    ibv_send_wr two[2] = {wr, wr};
+    two[0].next = &two[1];
+    two[1].num_sge = 5;
+    two[0].wr_id = 100;
+    two[0].send_flags = IBV_SEND_SIGNALED;
+    two[0].sg_list = sge;
+    refused("second WR of a list bad", &two[0], &two[1], EINVAL);
+    // A full send queue (max_send_wr 4, the peer posts no receives).
+    ibv_send_wr many[6];
+    for (int i = 0; i < 6; ++i) {
+        many[i] = wr;
+        many[i].wr_id = 200 + static_cast<std::uint64_t>(i);
+        many[i].next = i < 5 ? &many[i + 1] : nullptr;
+    }
+    refused("send queue overflow", &many[0], &many[3], ENOMEM);
+    ibv_recv_wr rwr{};
+    rwr.sg_list = sge;
+    rwr.num_sge = 3;
+    ibv_recv_wr* rbad = nullptr;
+    if (ibv_post_recv(q.qp, &rwr, &rbad) != EINVAL || rbad != &rwr)
+        fail("a receive with too many SGEs was not refused");
+    std::printf("  %-40s %s, bad_wr right\n", "receive with too many SGEs", std::strerror(EINVAL));
+    link.sync(2);
+    pass("6 bad send WRs and 1 bad receive WR refused with the right errno and bad_wr");
+}
+
+// ---- flush -------------------------------------------------------------------------------------
+
+void flush_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, 16, 16);
+    const Dest peer = link.exchange(q.dest(d));
+    q.connect(peer, 7, 1);
+    static unsigned char buf[4096];
+    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
+    link.sync(1);
+    if (server) {
+        link.sync(2);
+        pass("peer of the flush check");
+        return;
+    }
+    // 8 receives; 4 Sends the peer never receives (it posts nothing: RNR
+    // for ever with rnr_retry 7). Then ERR: all 12 flush, in posting order.
+    for (int i = 0; i < 8; ++i) {
+        ibv_recv_wr r{};
+        r.wr_id = 1000 + static_cast<std::uint64_t>(i);
+        r.sg_list = &sge;
+        r.num_sge = 1;
+        ibv_recv_wr* bad;
+        if (ibv_post_recv(q.qp, &r, &bad))
+            fail("ibv_post_recv");
+    }
+    for (int i = 0; i < 4; ++i) {
+        ibv_send_wr w{};
+        w.wr_id = static_cast<std::uint64_t>(i);
+        w.sg_list = &sge;
+        w.num_sge = 1;
+        w.opcode = IBV_WR_SEND;
+        post(q.qp, w);  // unsignalled: flushed ones complete all the same
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_ERR;
+    if (ibv_modify_qp(q.qp, &m, IBV_QP_STATE))
+        fail("QP to ERR");
+    const std::vector<ibv_wc> wcs = wait_wc(d.cq, 12, 30);
+    std::uint64_t next_send = 0, next_recv = 1000;
+    for (const ibv_wc& wc : wcs) {
+        if (wc.status != IBV_WC_WR_FLUSH_ERR)
+            fail("WR %" PRIu64 ": %s, want flush", wc.wr_id, ibv_wc_status_str(wc.status));
+        std::uint64_t& next = wc.wr_id >= 1000 ? next_recv : next_send;
+        if (wc.wr_id != next++)
+            fail("flushed out of order: %" PRIu64, wc.wr_id);
+    }
+    // A WR posted in ERR is flushed too.
+    ibv_send_wr w{};
+    w.wr_id = 77;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.opcode = IBV_WR_SEND;
+    post(q.qp, w);
+    const ibv_wc late = wait_wc(d.cq, 1, 10)[0];
+    if (late.status != IBV_WC_WR_FLUSH_ERR || late.wr_id != 77)
+        fail("a WR posted in ERR: %s", ibv_wc_status_str(late.status));
+    ibv_qp_attr qa;
+    ibv_qp_init_attr qi;
+    if (ibv_query_qp(q.qp, &qa, IBV_QP_STATE, &qi) || qa.qp_state != IBV_QPS_ERR)
+        fail("the QP is not in ERR");
+    link.sync(2);
+    pass("4 Sends and 8 receives flushed in order; a WR posted in ERR flushed");
+}
+
+// ---- stream ------------------------------------------------------------------------------------
+
+constexpr std::size_t kMaxMsg = 65536;
+constexpr int kWindow = 32;
+
+std::uint64_t fnv(const unsigned char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+    for (std::size_t i = 0; i < n; ++i)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+// Message i: its size, and bytes derived from (seed, i).
+std::size_t msg_size(std::uint64_t seed, std::uint64_t i) {
+    std::mt19937_64 r(seed * 7919 + i);
+    const unsigned pick = static_cast<unsigned>(r() % 100);
+    if (pick < 60)
+        return 16 + r() % 200;  // low-latency ring
+    if (pick < 95)
+        return 217 + r() % 8000;           // one high-bandwidth record
+    return 8192 + r() % (kMaxMsg - 8192);  // big
+}
+
+void fill(unsigned char* p, std::size_t n, std::uint64_t seed, std::uint64_t i) {
+    std::mt19937_64 r(seed ^ (i * 0x9e3779b97f4a7c15ull));
+    for (std::size_t k = 0; k < n; ++k)
+        p[k] = static_cast<unsigned char>(r() >> 56);
+    std::memcpy(p, &i, std::min<std::size_t>(n, 8));  // sequence number first
+}
+
+void stream_test(const char* server, int port, std::uint64_t count, std::uint64_t seed) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, kWindow * 2, kWindow * 2);
+    const Dest peer = link.exchange(q.dest(d));
+    // Slots 0..kWindow-1: Sends; kWindow..2*kWindow-1: Writes with Immediate.
+    std::vector<unsigned char> buf(2 * kWindow * kMaxMsg);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct Keys {
+        std::uint64_t addr;
+        std::uint32_t rkey;
+    } keys{reinterpret_cast<std::uintptr_t>(buf.data()), mr->rkey}, pk;
+    link.send(&keys, sizeof keys);
+    link.must_recv(&pk, sizeof pk);
+    q.connect(peer, 7, 1);
+    const double t0 = now_s();
+    if (!server) {  // the server receives and checks
+        auto post_recv = [&](std::uint64_t slot) {
+            ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kMaxMsg), kMaxMsg,
+                        mr->lkey};
+            ibv_recv_wr r{};
+            r.wr_id = slot;
+            r.sg_list = &sge;
+            r.num_sge = 1;
+            ibv_recv_wr* bad;
+            if (ibv_post_recv(q.qp, &r, &bad))
+                fail("ibv_post_recv");
+        };
+        for (int s = 0; s < kWindow; ++s)
+            post_recv(static_cast<std::uint64_t>(s));
+        link.sync(1);
+        std::vector<unsigned char> want(kMaxMsg);
+        std::uint64_t bytes = 0, writes = 0;
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const ibv_wc wc = wait_wc(d.cq, 1, 60)[0];
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("message %" PRIu64 ": %s", i, ibv_wc_status_str(wc.status));
+            const std::uint64_t slot = wc.wr_id;
+            const unsigned char* got = buf.data() + slot * kMaxMsg;
+            const std::size_t n = msg_size(seed, i);
+            if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+                // The Write went to the slot named by the immediate.
+                ++writes;
+                got = buf.data() + (kWindow + ntohl(wc.imm_data) % kWindow) * kMaxMsg;
+            }
+            if (wc.byte_len != n)
+                fail("message %" PRIu64 ": %u bytes, want %zu", i, wc.byte_len, n);
+            fill(want.data(), n, seed, i);
+            std::uint64_t seq = ~0ull;
+            std::memcpy(&seq, got, std::min<std::size_t>(n, 8));
+            if (n >= 8 && seq != i)
+                fail("message %" PRIu64 " carries sequence number %" PRIu64 " (lost or reordered)",
+                     i, seq);
+            if (fnv(got, n) != fnv(want.data(), n))
+                fail("message %" PRIu64 " (%zu bytes): checksum mismatch", i, n);
+            bytes += n;
+            post_recv(slot);
+        }
+        link.sync(2);
+        pass("%" PRIu64 " messages (%" PRIu64 " Writes with Immediate), %" PRIu64
+             " bytes, every checksum right, in order (%.1f s)",
+             count, writes, bytes, now_s() - t0);
+        return;
+    }
+    link.sync(1);
+    // Sends from a window of slots; every 8th message is an RDMA Write with
+    // Immediate into the server's write slot imm (reused only 8 * kWindow
+    // messages later, long after the server checked it).
+    std::uint64_t posted = 0, done = 0;
+    while (done < count) {
+        while (posted < count && posted - done < kWindow / 2) {
+            const std::uint64_t slot = posted % kWindow;
+            unsigned char* p = buf.data() + slot * kMaxMsg;
+            const std::size_t n = msg_size(seed, posted);
+            fill(p, n, seed, posted);
+            ibv_sge sge{reinterpret_cast<std::uintptr_t>(p), static_cast<std::uint32_t>(n),
+                        mr->lkey};
+            ibv_send_wr w{};
+            w.wr_id = posted;
+            w.sg_list = &sge;
+            w.num_sge = 1;
+            w.send_flags = IBV_SEND_SIGNALED;
+            if (posted % 8 == 7) {
+                w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+                const std::uint32_t target = static_cast<std::uint32_t>((posted / 8) % kWindow);
+                w.imm_data = htonl(target);
+                w.wr.rdma.remote_addr = pk.addr + (kWindow + target) * kMaxMsg;
+                w.wr.rdma.rkey = pk.rkey;
+            } else {
+                w.opcode = IBV_WR_SEND;
+            }
+            post(q.qp, w);
+            ++posted;
+        }
+        const ibv_wc wc = wait_wc(d.cq, 1, 60)[0];
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("message %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        if (wc.wr_id != done)
+            fail("completion for %" PRIu64 ", want %" PRIu64 " (send completions out of order)",
+                 wc.wr_id, done);
+        ++done;
+    }
+    link.sync(2);
+    pass("%" PRIu64 " messages sent and completed in order (%.1f s, %.0f msg/s)", count,
+         now_s() - t0, static_cast<double>(count) / (now_s() - t0));
+}
+
+// ---- peer --------------------------------------------------------------------------------------
+
+void peer_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d);
+    const Dest peer = link.exchange(q.dest(d));
+    q.connect(peer, 7, 1);
+    static unsigned char buf[4096];
+    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
+    if (!server) {
+        for (int i = 0; i < 4; ++i) {
+            ibv_recv_wr r{};
+            r.sg_list = &sge;
+            r.num_sge = 1;
+            ibv_recv_wr* bad;
+            ibv_post_recv(q.qp, &r, &bad);
+        }
+        link.sync(1);
+        std::printf("tca_verbs_check peer: server exits now, without a word\n");
+        std::fflush(stdout);
+        _exit(0);
+    }
+    link.sync(1);
+    std::uint32_t dummy;
+    link.recv(&dummy, sizeof dummy);  // until the server is gone
+    const double t0 = now_s();
+    // Sends until one fails: the first few may still be acknowledged.
+    for (int i = 0; i < 100; ++i) {
+        ibv_send_wr w{};
+        w.wr_id = static_cast<std::uint64_t>(i);
+        w.sg_list = &sge;
+        w.num_sge = 1;
+        w.opcode = IBV_WR_SEND;
+        w.send_flags = IBV_SEND_SIGNALED;
+        post(q.qp, w);
+        const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
+        if (wc.status == IBV_WC_SUCCESS)
+            continue;
+        if (wc.status != IBV_WC_RETRY_EXC_ERR)
+            fail("Send %d to a dead peer: %s, want %s", i, ibv_wc_status_str(wc.status),
+                 ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
+        pass("Send %d to the dead peer ended with %s after %.1f s", i, ibv_wc_status_str(wc.status),
+             now_s() - t0);
+        return;
+    }
+    fail("100 Sends to a dead peer completed successfully");
+}
+
+// ---- hold --------------------------------------------------------------------------------------
+
+void hold_test(std::uint64_t mib) {
+    Dev d;
+    std::vector<std::vector<unsigned char>> bufs;
+    for (std::uint64_t i = 0; i < mib; ++i) {
+        bufs.emplace_back(1 << 20, 1);
+        d.reg(bufs.back().data(), bufs.back().size(),
+              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    }
+    std::printf("tca_verbs_check hold: HOLDING %" PRIu64 " MiB in %" PRIu64 " MRs\n", mib, mib);
+    std::fflush(stdout);
+    for (;;)
+        ::pause();
+}
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
+                 "access|rnr|badwr|flush|stream|peer|hold [SERVER]\n");
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int port = 18515;
+    std::uint64_t count = 1000, seed = 1;
+    int c;
+    while ((c = getopt(argc, argv, "p:n:s:")) != -1) {
+        switch (c) {
+        case 'p': port = std::atoi(optarg); break;
+        case 'n': count = std::strtoull(optarg, nullptr, 0); break;
+        case 's': seed = std::strtoull(optarg, nullptr, 0); break;
+        default: usage();
+        }
+    }
+    if (optind >= argc)
+        usage();
+    g_test = argv[optind];
+    const char* server = optind + 1 < argc ? argv[optind + 1] : nullptr;
+    g_server = server == nullptr;
+    std::srand(static_cast<unsigned>(::getpid()));
+    const std::string t = g_test;
+    if (t == "access")
+        access_test(server, port);
+    else if (t == "rnr")
+        rnr_test(server, port);
+    else if (t == "badwr")
+        badwr_test(server, port);
+    else if (t == "flush")
+        flush_test(server, port);
+    else if (t == "stream")
+        stream_test(server, port, count, seed);
+    else if (t == "peer")
+        peer_test(server, port);
+    else if (t == "hold")
+        hold_test(count);
+    else
+        usage();
+    return 0;
+}
