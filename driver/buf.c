@@ -56,9 +56,12 @@ void peach2_buf_free_chunks(struct peach2_buf *buf)
 	 */
 	down_read(&p2->lock);
 	for (i = 0; i < buf->nr_chunks; i++) {
-		if (buf->chunks[i].registered && !p2->dead)
+		if (!buf->chunks[i].registered)
+			continue;
+		if (!p2->dead)
 			peach2_inbound(p2, PEACH2_IN_CMD_REMOVE,
 				       buf->chunks[i].dma, 0);
+		peach2_uncharge_range(buf);
 	}
 	up_read(&p2->lock);
 	for (i = 0; i < buf->nr_chunks; i++)
@@ -77,6 +80,7 @@ void peach2_buf_destroy(struct peach2_buf *buf)
 		peach2_pin_free(buf);
 	else
 		peach2_buf_free_chunks(buf);
+	peach2_uncharge_buf(buf);
 	atomic64_sub(buf->size, &ctx->bytes);
 	kfree(buf);
 	peach2_file_put(ctx);
@@ -255,9 +259,14 @@ static int peach2_buf_alloc_chunks(struct peach2_buf *buf)
 		mem->registered = false;
 		offset += len;
 
-		ret = peach2_inbound(p2, PEACH2_IN_CMD_ADD, dma, len);
+		ret = peach2_charge_range(buf);
 		if (ret)
 			return ret;
+		ret = peach2_inbound(p2, PEACH2_IN_CMD_ADD, dma, len);
+		if (ret) {
+			peach2_uncharge_range(buf);
+			return ret;
+		}
 		mem->registered = true;
 	}
 	return 0;
@@ -288,6 +297,13 @@ struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size)
 	kref_get(&ctx->ref);
 	buf->ctx = ctx;
 	buf->size = size;
+
+	/* Charged before a page is allocated (limits.c). */
+	ret = peach2_charge_buf(buf);
+	if (ret) {
+		peach2_buf_put(buf);
+		return ERR_PTR(ret);
+	}
 
 	/* Hold off remove() while we allocate for its device. */
 	down_read(&p2->lock);

@@ -36,7 +36,7 @@ u64 peach2_read64(struct peach2_dev *p2, u32 reg)
  */
 int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
 {
-	u32 result;
+	u32 result, count = 0;
 
 	mutex_lock(&p2->in_lock);
 	writel(lower_32_bits(base), p2->regs + PEACH2_REG_IN_BASE_LO);
@@ -45,11 +45,17 @@ int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size)
 	writel(upper_32_bits(size), p2->regs + PEACH2_REG_IN_SIZE_HI);
 	writel(cmd, p2->regs + PEACH2_REG_IN_CMD);
 	result = readl(p2->regs + PEACH2_REG_IN_RESULT);
+	if (result)
+		count = readl(p2->regs + PEACH2_REG_IN_COUNT);
 	mutex_unlock(&p2->in_lock);
 
 	if (result) {
-		dev_err(&p2->pdev->dev, "inbound filter refused command %u for %#llx+%#llx: %s\n",
-			cmd, base, size, peach2_err_name(result));
+		dev_err_ratelimited(&p2->pdev->dev,
+				    "inbound filter refused command %u for %#llx+%#llx: %s\n",
+				    cmd, base, size, peach2_err_name(result));
+		/* The node-wide table is full: every user waits for space. */
+		if (cmd == PEACH2_IN_CMD_ADD && count >= PEACH2_IN_MAX_RANGES)
+			return -ENOSPC;
 		return -EIO;
 	}
 	return 0;

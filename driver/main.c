@@ -102,13 +102,17 @@ static void peach2_irq_error(struct peach2_dev *p2)
 static void peach2_irq_link(struct peach2_dev *p2)
 {
 	char state[40];
-	u32 port;
+	u32 port, link;
 
+	/* A peer can flap its link at will: log changes only, rate-limited. */
 	for (port = PEACH2_PORT_E; port <= PEACH2_PORT_S; port++) {
-		peach2_format_link(readl(p2->regs + PEACH2_REG_LINK(port - 1)),
-				   state, sizeof(state));
-		dev_info(&p2->pdev->dev, "link %c: %s\n",
-			 peach2_port_name(port), state);
+		link = readl(p2->regs + PEACH2_REG_LINK(port - 1));
+		if (link == p2->link_seen[port])
+			continue;
+		p2->link_seen[port] = link;
+		peach2_format_link(link, state, sizeof(state));
+		dev_info_ratelimited(&p2->pdev->dev, "link %c: %s\n",
+				     peach2_port_name(port), state);
 	}
 }
 
@@ -324,6 +328,7 @@ static struct peach2_dev *peach2_dev_new(struct pci_dev *pdev)
 	init_rwsem(&p2->lock);
 	mutex_init(&p2->in_lock);
 	mutex_init(&p2->fw_lock);
+	peach2_acct_init(p2);
 	init_waitqueue_head(&p2->mbox_wq);
 	peach2_rp_init(p2);
 	peach2_pin_init(p2);
@@ -518,6 +523,7 @@ static int __init peach2_init(void)
 {
 	int ret;
 
+	peach2_limits_init();
 	ret = alloc_chrdev_region(&peach2_devt, 0, PEACH2_MAX_DEVICES,
 				  KBUILD_MODNAME);
 	if (ret)

@@ -265,6 +265,11 @@ struct peach2_dev {
 
 	wait_queue_head_t mbox_wq;	/* woken on PEACH2_INT_MAILBOX */
 	atomic_t mbox_events;
+	u32 link_seen[PEACH2_NR_PORTS];	/* LINK_x last logged (irq only) */
+
+	/* What each user holds (limits.c), under @acct_lock. */
+	spinlock_t acct_lock;
+	struct list_head accts;		/* struct peach2_acct */
 
 	/* DMA (dma.c). */
 	struct peach2_dma_chan dma[PEACH2_DMA_CHANNELS];
@@ -339,6 +344,19 @@ struct peach2_buf {
 	bool remote_write;		/* named PEACH2_NAME_WRITE: quarantine */
 	struct list_head q_node;	/* peach2_names.quarantine */
 	unsigned long q_until;		/* jiffies */
+	/* Charged to (limits.c), from creation to release: */
+	struct peach2_acct *acct;	/* the creating user */
+	struct mm_struct *mm;		/* the creating process, mmgrab()ed */
+	unsigned long locked;		/* pages counted in mm's pinned_vm */
+};
+
+/* A user's buffers and filter ranges on one card (limits.c). */
+struct peach2_acct {
+	struct list_head node;		/* in p2->accts */
+	kuid_t uid;
+	refcount_t ref;			/* buffers charged to it */
+	atomic64_t bytes;
+	atomic_t ranges;
 };
 
 /* hw.c: register helpers; main.c exports nothing */
@@ -373,6 +391,16 @@ static inline u32 peach2_dmac_code(u32 st)
 
 /* chardev.c */
 extern const struct file_operations peach2_fops;
+
+/* limits.c */
+void peach2_limits_init(void);
+void peach2_acct_init(struct peach2_dev *p2);
+int peach2_charge_user(struct peach2_buf *buf);
+int peach2_charge_buf(struct peach2_buf *buf);
+void peach2_uncharge_buf(struct peach2_buf *buf);
+int peach2_charge_range(struct peach2_buf *buf);
+void peach2_uncharge_range(struct peach2_buf *buf);
+int peach2_users_show(struct peach2_dev *p2, char *buf);
 
 /* buf.c */
 extern unsigned long long peach2_max_alloc_per_fd;

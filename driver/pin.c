@@ -95,6 +95,8 @@ static void peach2_pin_unregister(struct peach2_buf *buf)
 
 		if (mem->registered && !p2->dead)
 			peach2_inbound(p2, PEACH2_IN_CMD_REMOVE, mem->dma, 0);
+		if (mem->registered)
+			peach2_uncharge_range(buf);
 		mem->registered = false;
 	}
 	if (!pin)
@@ -325,9 +327,14 @@ static int peach2_pin_register(struct peach2_buf *buf)
 				  pin->dma[run] == pin->dma[run - 1] + PAGE_SIZE;
 		     run++)
 			;
-		ret = peach2_inbound(p2, PEACH2_IN_CMD_ADD, pin->dma[i], (run - i) << PAGE_SHIFT);
+		ret = peach2_charge_range(buf);
 		if (ret)
 			goto out;
+		ret = peach2_inbound(p2, PEACH2_IN_CMD_ADD, pin->dma[i], (run - i) << PAGE_SHIFT);
+		if (ret) {
+			peach2_uncharge_range(buf);
+			goto out;
+		}
 		/* Mark the chunk holding page i: REMOVE needs the run's base. */
 		{
 			struct peach2_mem *mem = (struct peach2_mem *)peach2_buf_chunk(buf,
@@ -448,6 +455,9 @@ long peach2_ioctl_pin(struct peach2_file *ctx, void __user *argp)
 	}
 	for (i = 0; i < pages; i++)
 		pin->dma[i] = DMA_MAPPING_ERROR;
+	ret = peach2_charge_user(buf);	/* limits.c */
+	if (ret)
+		goto err;
 	pin->mm = current->mm;
 	mmgrab(pin->mm);
 	ret = account_locked_vm(pin->mm, pages, true);

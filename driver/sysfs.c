@@ -273,8 +273,17 @@ static ssize_t verbs_show(struct device *dev, struct device_attribute *attr, cha
 }
 static DEVICE_ATTR_RO(verbs);
 
+/* What each user holds against user_max_bytes / user_max_ranges. */
+static ssize_t users_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return peach2_users_show(to_peach2_dev(dev), buf);
+}
+static DEVICE_ATTR_RO(users);
+
 static struct attribute *peach2_attrs[] = {
 	&dev_attr_verbs.attr,
+	&dev_attr_users.attr,
 	&dev_attr_node_id.attr,
 	&dev_attr_fault_proxy_stall.attr,
 	&dev_attr_node_count.attr,

@@ -275,6 +275,27 @@ static void peach2_error(void *opaque, const peach2_core_error *e)
     }
 }
 
+/*
+ * Calls into the core that start outside the device's MMIO handlers and
+ * bottom half (a vCPU's store fence, link input and events) hold the
+ * device's re-entrancy guard like those do: a write the card delivers into
+ * its own BARs is then refused by the memory core (the card counts
+ * DMA_WRITE) instead of re-entering the model in the middle of a call.
+ */
+static bool peach2_guard_enter(Peach2State *s)
+{
+    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
+    bool was = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    return was;
+}
+
+static void peach2_guard_leave(Peach2State *s, bool was)
+{
+    DEVICE(s)->mem_reentrancy_guard.engaged_in_io = was;
+}
+
 /* ---- links ------------------------------------------------------------- */
 
 static void peach2_port_drain(Peach2Port *p);
@@ -658,8 +679,12 @@ static void peach2_wc_fence(void *opaque)
 {
     Peach2State *s = opaque;
 
+    bool was;
+
     trace_peach2_wc_fence(s->node_id);
+    was = peach2_guard_enter(s);
     peach2_core_close_write(s->core);
+    peach2_guard_leave(s, was);
     peach2_send_queued(s);
 }
 
@@ -685,13 +710,17 @@ static int peach2_port_can_receive(void *opaque)
 static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
 {
     Peach2Port *p = opaque;
+    bool was, ok;
 
     if (p->shm_on) {
         peach2_shm_socket_input(p, buf, size);
         return;
     }
     trace_peach2_rx(p->dev->node_id, p->port, size);
-    if (!peach2_core_link_receive(p->dev->core, p->port, buf, size)) {
+    was = peach2_guard_enter(p->dev);
+    ok = peach2_core_link_receive(p->dev->core, p->port, buf, size);
+    peach2_guard_leave(p->dev, was);
+    if (!ok) {
         /* Corrupt stream: the core has reported it; start a fresh one. */
         qemu_chr_fe_disconnect(&p->chr);
     }

@@ -3,6 +3,7 @@
 #include "card.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "address_map.h"
@@ -231,13 +232,13 @@ peach2_err Card::send_packet(uint8_t type, uint64_t addr, std::span<const uint8_
 }
 
 peach2_err Card::route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                              uint8_t hops, const PacketId& from) {
+                              unsigned hops, const PacketId& from) {
     return route(type, addr, data, hops, from, nullptr);
 }
 
 // `made`: this card made the packet (PKT_SEND), else it came by a link
 // (PKT_FWD when it goes on).
-peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, unsigned hops,
                        const PacketId& from, const Made* made) {
     const uint32_t node = PEACH2_ADDR_NODE(addr);
     const uint32_t src_node = from.src_node;
@@ -284,7 +285,7 @@ peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> dat
     }
     peach2_pkt_hdr hdr{};
     hdr.type = type;
-    hdr.hops = hops;
+    hdr.hops = static_cast<uint8_t>(hops);  // < PEACH2_PKT_HOP_LIMIT: no wrap
     hdr.src_node = static_cast<uint16_t>(src_node);
     hdr.dst_node = static_cast<uint16_t>(node);
     hdr.addr = addr;
@@ -413,8 +414,21 @@ void Card::update_irq() {
 }
 
 void Card::log(int level, const std::string& msg) {
-    if (host_.log)
-        host_.log(host_.opaque, level, msg.c_str());
+    if (!host_.log)
+        return;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    uint64_t held_back = 0;
+    if (!log_limits_[level == PEACH2_LOG_INFO].allow(
+            static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), held_back))
+        return;
+    if (held_back) {
+        const std::string note =
+            (level == PEACH2_LOG_INFO ? "" : "peach2 node " + std::to_string(cfg_.node_id) + ": ") +
+            std::to_string(held_back) +
+            " log lines suppressed (rate limit; errors are still counted and traced)";
+        host_.log(host_.opaque, level, note.c_str());
+    }
+    host_.log(host_.opaque, level, msg.c_str());
 }
 
 // ---- the host ------------------------------------------------------------------
@@ -448,9 +462,17 @@ void Card::defer_service() {
 }
 
 void Card::links_drained() {
-    // A DMA run paused for a full link can go on.
+    // A DMA run paused for that link can go on (or end, if it went down).
     if (dma_.busy())
         schedule_service();
+}
+
+bool Card::link_backlogged_for(uint64_t addr) const {
+    // Writes delivered here (PORT_N) and writes with no route never wait:
+    // route_packet delivers or reports them.
+    peach2_err why = PEACH2_ERR_NONE;
+    const std::optional<unsigned> port = router_.port_for(addr, why);
+    return port && *port != PEACH2_PORT_N && links_.backlogged(*port);
 }
 
 }  // namespace peach2

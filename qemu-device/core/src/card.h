@@ -30,6 +30,7 @@
 #include "dma.h"
 #include "inbound_filter.h"
 #include "links.h"
+#include "log_limit.h"
 #include "peach2_core.h"
 #include "routing.h"
 #include "rproxy.h"
@@ -88,7 +89,7 @@ public:
     // the port the route gives. Returns PEACH2_ERR_NONE, or the error it
     // raised.
     peach2_err route_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
-                            uint8_t hops, const PacketId& from);
+                            unsigned hops, const PacketId& from);
     // A packet this card makes itself (CPU stores, DMA, the read proxy):
     // numbered in its stream to the destination node, then routed.
     peach2_err send_packet(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
@@ -108,6 +109,8 @@ public:
     // answers, a refused firmware image.
     void report(const peach2_core_error& e, int level);
     void raise_interrupt(uint32_t bits);
+    // A log line, rate-limited per level (LogLimiter): a peer or the guest
+    // can make the card log at will.
     void log(int level, const std::string& msg);
     // Host memory through the host's callbacks: false if refused.
     bool host_read(uint64_t addr, void* buf, size_t len);
@@ -115,7 +118,7 @@ public:
     // Ask for service(): soon, or after a pause (a long DMA run).
     void schedule_service();
     void defer_service();
-    // The links' send queues drained below the DMA backlog.
+    // A link's send queue drained below the DMA backlog, or was cleared.
     void links_drained();
     // The event trace (off unless opened) and its delivery record, which
     // the read proxy's doorbell also writes.
@@ -123,6 +126,9 @@ public:
     bool trace_open(const std::string& path, uint32_t ring_records, std::string* err);
     void trace_recv(trace::RecvKind kind, uint64_t addr, size_t len, const PacketId& from,
                     peach2_err error, uint8_t op = 0, uint64_t tag = 0);
+    // A write to `addr` would leave by a link whose send queue is backlogged:
+    // the DMA run making it waits (flow control per output port).
+    bool link_backlogged_for(uint64_t addr) const;
     std::span<const uint8_t> desc_ram() const {
         return {cardmem_.data() + PEACH2_DESC_RAM_OFF, PEACH2_DESC_MAX * PEACH2_DESC_SIZE};
     }
@@ -139,7 +145,7 @@ private:
     bool unit_reg_read(uint64_t off, uint32_t& v) const;
     bool unit_reg_write(uint64_t off, uint32_t v);
     void combine(uint64_t off, uint64_t val, unsigned size);
-    peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, uint8_t hops,
+    peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, unsigned hops,
                      const PacketId& from, const Made* made);
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
                        const PacketId& from);
@@ -161,7 +167,8 @@ private:
     uint32_t err_count_ = 0;
     uint32_t last_err_ = 0;
     std::array<uint32_t, PEACH2_ERR_NR_CODES> err_by_code_{};
-    PortCounters host_counters_;  // port N: rx = CPU stores in, tx = writes delivered
+    PortCounters host_counters_;            // port N: rx = CPU stores in, tx = writes delivered
+    std::array<LogLimiter, 2> log_limits_;  // by level; a reset does not reopen them
     std::vector<uint8_t> cardmem_;
     std::optional<OpenWrite> open_;
     // The next packet number towards each node. Kept over a guest reset, like

@@ -266,14 +266,15 @@ bool DmaEngine::step_imm(unsigned ch) {
     return true;
 }
 
-// A data descriptor, piece by piece while the budget lasts and no link is
-// backlogged. True when done; false when paused or failed.
+// A data descriptor, piece by piece while the budget lasts and the link the
+// next piece leaves by (if any) is not backlogged. True when done; false
+// when paused, waiting or failed.
 bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
     DmaChannel& c = chans_[ch];
     const peach2_desc& d = c.cur;
     std::vector<uint8_t> buf;
     while (c.progress < d.len) {
-        if (budget == 0 || card_.links().backlogged())
+        if (budget == 0)
             return false;
         // Where the next byte comes from and goes to (block-stride aware).
         uint64_t src = d.src + c.progress, dst = d.dst + c.progress;
@@ -286,6 +287,10 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
             piece = std::min<uint64_t>(piece, d.burst - within);
         }
         piece = std::min<uint64_t>({piece, PEACH2_PKT_MAX_PAYLOAD, kPage - dst % kPage});
+        if (card_.link_backlogged_for(dst)) {
+            c.waiting = true;
+            return false;
+        }
         buf.resize(piece);
         if (!card_.host_read(src, buf.data(), piece)) {
             finish(ch, PEACH2_ERR_DMA_READ);
@@ -337,12 +342,13 @@ void DmaEngine::service() {
             continue;
         uint64_t budget = kBytesPerRun;
         const uint32_t descs_at_start = c.done_descs;
+        c.waiting = false;
         while (c.busy() && c.done_descs - descs_at_start < kDescsPerRun && step(ch, budget)) {
         }
-        more |= c.busy() && !card_.links().backlogged();
+        more |= c.busy() && !c.waiting;
     }
     // Continue after a pause; a channel waiting on a full link is resumed
-    // when the link drains (Card::links_drained) instead.
+    // when that link drains or goes down (Card::links_drained) instead.
     if (more)
         card_.defer_service();
 }
@@ -364,6 +370,7 @@ void DmaEngine::finish(unsigned ch, peach2_err code) {
     }
     c.have_desc = false;
     c.stalled = false;
+    c.waiting = false;
     c.visited_host.clear();
     card_.trace().record([&] {
         return trace::dma_done(static_cast<uint8_t>(ch), c.run, static_cast<uint8_t>(code), c.bytes,

@@ -6,7 +6,8 @@
 // register write or a window store, and each slice is bounded: a chain of
 // any length, or a descriptor loop, cannot hold the emulator for long, and
 // loops end with an error. Data leaves through the card's routing like PIO
-// (Card::route_write); a full link pauses remote runs (Links::backlogged).
+// (Card::route_write); a run whose next write leaves by a backlogged link
+// waits for that link alone (Card::link_backlogged_for), the others go on.
 #pragma once
 
 #include <array>
@@ -33,6 +34,7 @@ struct DmaChannel {
     // Run state.
     bool reg_mode = false;
     bool stalled = false;    // fault injection: no progress until aborted
+    bool waiting = false;    // for a backlogged link (Card::links_drained resumes)
     bool have_desc = false;  // `cur` is fetched and validated
     peach2_desc cur{};
     uint64_t cur_loc = 0;   // index, or host address | PEACH2_DMA_HEAD_HOST

@@ -10,8 +10,8 @@ namespace peach2 {
 namespace {
 
 constexpr uint64_t kDefaultTxLimit = 64ull << 20;
-// Remote DMA pauses while a link has this much queued (flow control
-// instead of dropping packets).
+// A DMA run whose next write leaves by a link with this much queued pauses
+// (flow control instead of dropping packets); other runs go on.
 constexpr size_t kTxBacklog = 4u << 20;
 
 size_t tx_limit(const peach2_core_config& cfg) {
@@ -112,11 +112,8 @@ unsigned Links::tx_pending() const {
     return ports;
 }
 
-bool Links::backlogged() const {
-    for (const Link& l : links_)
-        if (l.tx.size() > kTxBacklog)
-            return true;
-    return false;
+bool Links::backlogged(unsigned port) const {
+    return port < PEACH2_NR_PORTS && links_[port].tx.size() > kTxBacklog;
 }
 
 std::span<const uint8_t> Links::tx_peek(unsigned port) {
@@ -130,8 +127,9 @@ void Links::tx_consume(unsigned port, size_t n) {
     Link* l = link(port);
     if (!l)
         return;
+    const bool was_backlogged = backlogged(port);
     l->tx.consume(n);
-    if (!backlogged())
+    if (was_backlogged && !backlogged(port))
         card_.links_drained();
 }
 
@@ -197,6 +195,7 @@ void Links::down(unsigned port, const char* why) {
                               std::to_string(l.tx.size()) + " queued bytes lost",
                           {.port = port, .value = l.tx.size()});
         l.tx.clear();
+        card_.links_drained();  // runs waiting for this link end now (LINK_DOWN)
     }
 }
 
@@ -237,6 +236,27 @@ bool Links::receive(unsigned port, std::span<const uint8_t> bytes) {
     return ok;
 }
 
+// Why a well-formed HELLO cannot be taken on `port`, or nullopt.
+std::optional<std::string> Links::hello_misfit(unsigned port, const peach2_hello& hello) const {
+    const peach2_core_config& cfg = card_.cfg();
+    if (hello.node_id == cfg.node_id || hello.node_id >= cfg.node_count ||
+        hello.node_count != cfg.node_count || (hello.version >> 16) != PEACH2_VERSION_MAJOR)
+        // A miscabled or misconfigured cluster, or a peer lying about itself.
+        return "peer node " + std::to_string(hello.node_id) + " of " +
+               std::to_string(hello.node_count) + " (version " +
+               std::to_string(hello.version >> 16) + ") does not fit node " +
+               std::to_string(cfg.node_id) + " of " + std::to_string(cfg.node_count);
+    // A port has one cable: a second link claiming the same peer port is a
+    // spoof that would attract that node's traffic. (Two cables between the
+    // same two nodes, as in ring:2, are two different peer ports.)
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p)
+        if (p != port && links_[p].up && links_[p].peer_node == hello.node_id &&
+            links_[p].peer_port == hello.port)
+            return "peer claims node " + std::to_string(hello.node_id) + " port " +
+                   port_name(hello.port) + ", which is already the peer on port " + port_name(p);
+    return std::nullopt;
+}
+
 bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
     Link& l = links_[port];
     const auto hello = decode_hello(payload);
@@ -244,18 +264,20 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
         l.rx.fail("malformed HELLO");
         return false;
     }
-    if (hello->node_id == card_.cfg().node_id || hello->node_count != card_.cfg().node_count ||
-        (hello->version >> 16) != PEACH2_VERSION_MAJOR) {
-        // A miscabled or misconfigured cluster: keep the link down and say why.
+    if (const auto why = hello_misfit(port, *hello)) {
+        // Keep the link down and say why; the stream itself is well formed,
+        // so a corrected HELLO may follow on it (and our HELLO still goes
+        // out, so that the peer can say what it thinks of us).
         card_.raise_error(PEACH2_ERR_BAD_PACKET, 0,
-                          std::string("port ") + port_name(port) + ": peer node " +
-                              std::to_string(hello->node_id) + " of " +
-                              std::to_string(hello->node_count) + " does not fit node " +
-                              std::to_string(card_.cfg().node_id) + " of " +
-                              std::to_string(card_.cfg().node_count),
+                          std::string("port ") + port_name(port) + ": " + *why + "; link down",
                           {.port = port, .node = hello->node_id});
+        if (l.up)  // a peer that changes its identity is not the one we knew
+            down(port, "peer's HELLO refused");
         return true;
     }
+    // A repeat from the peer we know changes nothing: nothing to say.
+    if (l.up && l.peer_node == hello->node_id && l.peer_port == hello->port)
+        return true;
     l.up = true;
     l.peer_node = hello->node_id;
     l.peer_port = hello->port;
@@ -302,7 +324,19 @@ bool Links::on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const 
                   std::to_string(hdr.src_node));
         return false;
     }
-    card_.route_packet(hdr.type, hdr.addr, payload, static_cast<uint8_t>(hdr.hops + 1),
+    // No honest card sends a packet that has passed the hop limit already
+    // (route_packet refuses to): drop it here, counted, and keep the stream,
+    // so that it is neither forwarded (the 8-bit field would wrap) nor
+    // delivered. Forwarding adds one hop in full width.
+    if (hdr.hops >= PEACH2_PKT_HOP_LIMIT) {
+        card_.raise_error(PEACH2_ERR_HOP_LIMIT, hdr.addr,
+                          std::string("port ") + port_name(port) + ": packet from node " +
+                              std::to_string(hdr.src_node) + " arrived with " +
+                              std::to_string(hdr.hops) + " hops; dropped",
+                          {.port = port, .node = hdr.src_node, .value = hdr.hops});
+        return true;
+    }
+    card_.route_packet(hdr.type, hdr.addr, payload, hdr.hops + 1u,
                        {hdr.src_node, hdr.number, port});
     return true;
 }

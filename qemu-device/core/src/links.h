@@ -3,8 +3,10 @@
 // in-order packets with sequence numbers, a bounded send queue and the
 // port's counters. N, the host side, is not a link: the Card counts it.
 //
-// Where later work goes: a per-output-port flow-control state (credits,
-// pause) belongs to Link and is checked in send() and backlogged(); another
+// Flow control is per output port: backlogged(port) says a DMA run whose
+// next write leaves by `port` must wait; every path that empties a queue
+// (tx_consume, down) tells the card, which restarts waiting runs. Where
+// later work goes: credits or pause frames belong to Link too; another
 // transport (shared memory between QEMUs) replaces what the host does with
 // tx_peek/tx_consume/receive and needs nothing here but those calls; a trace
 // hook for packets goes in send() and on_packet(), the only ways in and out.
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "byte_queue.h"
 #include "packet.h"
@@ -70,8 +73,8 @@ public:
     // A refused firmware image holds every link down (LINK interrupt on a
     // change); a good one releases them.
     void hold(bool held);
-    // Some send queue is so full that DMA should wait (flow control).
-    bool backlogged() const;
+    // The send queue of `port` is so full that DMA through it should wait.
+    bool backlogged(unsigned port) const;
     // LINK(E/W/S) and the counters of E, W, S.
     bool reg_read(uint64_t off, uint32_t& v) const;
     // A LINK trace record for every link that has known a peer.
@@ -83,6 +86,7 @@ private:
     void down(unsigned port, const char* why);
     bool on_packet(unsigned port, const peach2_pkt_hdr& hdr, std::span<const uint8_t> payload);
     bool on_hello(unsigned port, std::span<const uint8_t> payload);
+    std::optional<std::string> hello_misfit(unsigned port, const peach2_hello& hello) const;
     uint32_t link_reg(unsigned port) const;
     void trace_state(unsigned port);
 

@@ -1,0 +1,205 @@
+"""A hostile peer on a link port (issue 14): whatever it sends, it hurts only its own link.
+
+Node 0 and node 1 boot, cabled 0E-1W; the cards think the cluster has 3 nodes, and node
+0's W port listens for "node 2", which is tests/rogue_peer.py: it sends the crafted
+packets of the issue straight onto the wire. QEMU runs with `-d guest_errors`, so every
+error line the card logs reaches node 0's QEMU log, whose growth is measured.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+from peach2_testlib import check, cluster_mod, hw, sysfs_read, wait_sysfs, wait_until
+from rogue_peer import RoguePeer, doorbell, node_base
+
+pytestmark = pytest.mark.vm
+
+NODES = 3  # what the cards are told; "node 2" is the rogue
+
+
+@pytest.fixture(scope="module")
+def rc(make_cluster):
+    c = make_cluster(2, guest="busybox", device_props={"nodes": NODES},
+                     cables=[((0, "E"), (1, "W")), ((0, "W"), (2, "E"))],
+                     qemu_args=["-d", "guest_errors"])
+    wait_sysfs(c, 0, "link_e", "up peer=1 port=W", timeout=30)
+    return c
+
+
+def rogue(c):
+    return RoguePeer(cluster_mod.link_socket_path(c.run_dir, 0, "W"))
+
+
+def qemu_log(c, node=0):
+    return cluster_mod.node_paths(c.run_dir, node)["stderr"]
+
+
+def errors(c, node):
+    """{name: count} from errors_by_code."""
+    out = sysfs_read(c, node, "errors_by_code")
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^\d+ (\w+) (\d+)$", out, re.M)}
+
+
+def grew(before, after, name):
+    return after.get(name, 0) - before.get(name, 0)
+
+
+def port_counters(c, node, port):
+    line = [l for l in sysfs_read(c, node, "counters").splitlines() if l.startswith(port + " ")]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line[0])}
+
+
+def rogue_up(c, r):
+    r.hello(2, NODES)
+    wait_sysfs(c, 0, "link_w", "up peer=2 port=E", timeout=20)
+
+
+def honest_link_intact(c, before0, before1):
+    """Node 0 <-> node 1 stayed up and node 1 saw no bad packet."""
+    assert sysfs_read(c, 0, "link_e") == "up peer=1 port=W"
+    assert sysfs_read(c, 1, "link_w") == "up peer=0 port=E"
+    assert grew(before1, errors(c, 1), "BAD_PACKET") == 0
+
+
+def test_hello_repeats_log_nothing(rc):
+    """Hole 3: 200 000 HELLOs used to grow the QEMU log by 14 MB."""
+    c, n = rc, 200000
+    size0 = os.path.getsize(qemu_log(c))
+    before = errors(c, 0)
+    rx0 = port_counters(c, 0, "W")["rx_pkts"]
+    with rogue(c) as r:
+        rogue_up(c, r)
+        r.send_raw(b"".join(r.hello_packet(2, NODES) for _ in range(n)))
+        wait_until(lambda: port_counters(c, 0, "W")["rx_pkts"] >= rx0 + n + 1, timeout=120,
+                   what="node 0 to take %d HELLOs" % n)
+        assert sysfs_read(c, 0, "link_w") == "up peer=2 port=E"
+    grown = os.path.getsize(qemu_log(c)) - size0
+    assert grown < 4096, "QEMU log grew by %d bytes over %d HELLO repeats" % (grown, n)
+    assert errors(c, 0) == before
+
+
+def test_refused_hellos_are_counted_and_their_log_lines_rate_limited(rc):
+    """A flood of HELLOs claiming "node 15 of 3": each counted, the log bounded."""
+    c, n = rc, 50000
+    size0 = os.path.getsize(qemu_log(c))
+    before = errors(c, 0)
+    with rogue(c) as r:
+        r.send_raw(b"".join(r.hello_packet(15, NODES) for _ in range(n)))
+        wait_until(lambda: grew(before, errors(c, 0), "BAD_PACKET") >= n, timeout=120,
+                   what="%d refused HELLOs counted" % n)
+        assert sysfs_read(c, 0, "link_w") in ("connected", "down")
+    assert grew(before, errors(c, 0), "BAD_PACKET") == n
+    grown = os.path.getsize(qemu_log(c)) - size0
+    assert grown < 16384, "QEMU log grew by %d bytes over %d refused HELLOs" % (grown, n)
+
+
+def test_hop_count_never_wraps(rc):
+    """Hole 2: hops=255 used to reach node 1 as hops=0 with a source that is not its
+    neighbour, dropping the honest link (or, with source 0, pass as node 0's own)."""
+    c = rc
+    b0, b1 = errors(c, 0), errors(c, 1)
+    with rogue(c) as r:
+        rogue_up(c, r)
+        r.write(1, 0x1000, b"\xee" * 8, src=2, hops=255)
+        r.write(1, 0x1000, b"\xee" * 8, src=0, hops=255)
+        r.write(1, 0x1000, b"\xee" * 8, src=2, hops=hw("PEACH2_PKT_HOP_LIMIT"))
+        wait_until(lambda: grew(b0, errors(c, 0), "HOP_LIMIT") >= 3, timeout=20,
+                   what="3 HOP_LIMIT on node 0")
+        assert sysfs_read(c, 0, "link_w") == "up peer=2 port=E"  # dropped, not a bad stream
+    assert grew(b0, errors(c, 0), "HOP_LIMIT") == 3
+    honest_link_intact(c, b0, b1)
+
+
+def test_identity_spoofs_are_refused(rc):
+    """A node id past the node count, or the peer port node 0's E already has."""
+    c = rc
+    b0, b1 = errors(c, 0), errors(c, 1)
+    with rogue(c) as r:
+        r.hello(1, NODES, port="W")  # node 1's W is cabled to node 0's E
+        wait_until(lambda: grew(b0, errors(c, 0), "BAD_PACKET") >= 1, timeout=20)
+        assert not sysfs_read(c, 0, "link_w").startswith("up")
+        r.hello(NODES, NODES)  # the first id past the end
+        wait_until(lambda: grew(b0, errors(c, 0), "BAD_PACKET") >= 2, timeout=20)
+        assert not sysfs_read(c, 0, "link_w").startswith("up")
+        rogue_up(c, r)  # the honest identity on the same stream is taken
+    honest_link_intact(c, b0, b1)
+
+
+def _malformed():
+    """(name, function of a RoguePeer giving the bytes to send after a good HELLO) for
+    every class of malformed packet."""
+    w, rp = hw("PEACH2_PKT_WRITE"), hw("PEACH2_PKT_RPREQ")
+    to1 = node_base(1) + 0x1000
+    return [
+        ("bad magic", lambda r: r.packet(w, b"x" * 8, src=2, dst=1, addr=to1, magic=0xdeadbeef)),
+        ("bad version", lambda r: r.packet(w, b"x" * 8, src=2, dst=1, addr=to1, version=9)),
+        ("unknown type", lambda r: r.packet(9, b"x" * 8, src=2, dst=1, addr=to1)),
+        ("flags set", lambda r: r.packet(w, b"x" * 8, src=2, dst=1, addr=to1, flags=1)),
+        ("reserved set", lambda r: r.packet(w, b"x" * 8, src=2, dst=1, addr=to1, reserved=1)),
+        ("node id >= 16", lambda r: r.packet(w, b"x" * 8, src=2, dst=40, addr=to1)),
+        ("HELLO of 8 bytes", lambda r: r.packet(hw("PEACH2_PKT_HELLO"), b"x" * 8, src=2, dst=2)),
+        ("empty WRITE", lambda r: r.packet(w, b"", src=2, dst=1, addr=to1)),
+        ("WRITE over 4096", lambda r: r.packet(w, b"x" * 4100, src=2, dst=1, addr=to1)),
+        ("WRITE past the window", lambda r: r.packet(w, b"x" * 8, src=2, dst=15,
+                                                     addr=hw("PEACH2_WINDOW_SIZE") - 4)),
+        ("RPREQ of 32 bytes", lambda r: r.packet(rp, b"x" * 32, src=2, dst=0, addr=doorbell(0))),
+        ("sequence gap", lambda r: r.packet(w, b"x" * 8, src=2, dst=1, addr=to1, seq=7)),
+        ("hops 0 from another source", lambda r: r.packet(w, b"x" * 8, src=1, dst=1, addr=to1)),
+        ("dst_node not the address's", lambda r: r.packet(w, b"x" * 8, src=2, dst=0, addr=to1)),
+        ("HELLO from node 99", lambda r: r.hello_packet(99, NODES)),
+    ]
+
+
+def test_every_malformed_packet_class_drops_only_the_rogue_connection(rc):
+    c = rc
+    b0, b1 = errors(c, 0), errors(c, 1)
+    kinds = _malformed()
+    for i, (name, bad) in enumerate(kinds):
+        with rogue(c) as r:
+            good = r.hello_packet(2, NODES)
+            r.send_raw(good + bad(r))
+            assert r.closed_by_card(timeout=20), "%s: the card kept the connection" % name
+        wait_until(lambda: grew(b0, errors(c, 0), "BAD_PACKET") >= i + 1, timeout=20,
+                   what="BAD_PACKET for %s" % name)
+    assert grew(b0, errors(c, 0), "BAD_PACKET") == len(kinds)
+    # A WRITE before any HELLO, on a fresh stream.
+    with rogue(c) as r:
+        r.write(1, 0x1000, b"x" * 8, src=2)
+        assert r.closed_by_card(timeout=20)
+    wait_until(lambda: grew(b0, errors(c, 0), "BAD_PACKET") == len(kinds) + 1, timeout=20)
+    honest_link_intact(c, b0, b1)
+    with rogue(c) as r:  # and the port still takes an honest peer
+        rogue_up(c, r)
+
+
+def test_a_peer_that_never_reads_stalls_only_its_own_link(rc):
+    """Hole 1: the rogue floods node 0 with read-proxy requests and never reads the
+    answers; its link backs up. A local 1 MiB-per-start DMA chain on node 0 used to stop
+    with every other channel (DMA_ABORTED after the driver's 10 s); now it runs on.
+    Closing the stuck link restarts the read proxy's waiting channel, which ends."""
+    c, n = rc, 150000
+    w0 = port_counters(c, 0, "W")["tx_bytes"]
+    with rogue(c) as r:
+        rogue_up(c, r)
+        r.send_raw(b"".join(r.rpreq_packet(0, src=2, seq=i + 1, cpl=0x1000)
+                            for i in range(n)))
+        # Answers (24 + 8 payload bytes, two packets each) pile up towards the rogue.
+        wait_until(lambda: port_counters(c, 0, "W")["tx_bytes"] - w0 > (3 << 20), timeout=120,
+                   what="node 0's answers to back up on W")
+        t = time.monotonic()
+        out = check(c, 0, "tca_check dma chain --descs 1024 --piece 1024 --starts 3 "
+                          "--timeout-ms 20000", timeout=300)
+        took = time.monotonic() - t
+        assert "PASS" in out.strip().splitlines()[-1], out
+        assert sysfs_read(c, 0, "link_e") == "up peer=1 port=W"
+    # The rogue hung up: W's queue is dropped, whatever waited for it runs (and ends).
+    wait_until(lambda: not sysfs_read(c, 0, "link_w").startswith("up"), timeout=30)
+    wait_until(lambda: not re.search("busy|wedged", sysfs_read(c, 0, "dma")), timeout=60,
+               what="node 0's DMA channels to go idle after the stuck link closed")
+    out = check(c, 0, "tca_check dma chain --descs 64 --starts 2", timeout=300)
+    assert "PASS" in out.strip().splitlines()[-1], out
+    print("local chain (3 x 1 MiB) with W backed up: %.1f s" % took)
