@@ -107,6 +107,11 @@ if [ -n "$check" ]; then
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
+	# The server exits without a word after 300 messages: the client's
+	# outstanding Sends end with an error, not a hang.
+	pair check_peer "$check" -n 300 peer
+	grep -q "peer: PASS (client).*transport retry counter exceeded" "$dir/check_peer.cli.log" ||
+		fail "check_peer: no PASS with a retry error in the client's output"
 fi
 
 echo "e2e_verbs: PASS: $runs program runs"

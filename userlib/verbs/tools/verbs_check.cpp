@@ -20,8 +20,12 @@
 //   stream   COUNT messages (Send and Write with Immediate, sizes 1 B ..
 //            64 KiB) with a sequence number and checksum each; the server
 //            checks every one: none lost, duplicated or corrupt
-//   peer     the server exits after connecting; the client's Sends end with
-//            IBV_WC_RETRY_EXC_ERR (not a hang)
+//   peer     the client streams Sends (a window of 16 outstanding, sizes
+//            of both rings) to the server, which dies mid-stream: it
+//            prints RECEIVING after 100 messages and exits without a word
+//            after COUNT (or is killed first: kill -9, its node's QEMU
+//            killed). Every outstanding WR of the client completes, the
+//            first failure is IBV_WC_RETRY_EXC_ERR, the rest flush (no hang)
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -775,52 +779,102 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
 
 // ---- peer --------------------------------------------------------------------------------------
 
-void peer_test(const char* server, int port) {
+constexpr int kPeerWindow = 16;
+
+void peer_test(const char* server, int port, std::uint64_t count) {
     Dev d;
     Link link(server, port);
-    Qp q(d);
+    Qp q(d, kPeerWindow * 2, kPeerWindow * 2);
     const Dest peer = link.exchange(q.dest(d));
     q.connect(peer, 7, 1);
-    static unsigned char buf[4096];
-    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
-    if (!server) {
-        for (int i = 0; i < 4; ++i) {
+    constexpr std::size_t kSlot = 8192;  // both rings: up to 216 bytes LL, more HB
+    std::vector<unsigned char> buf(kPeerWindow * kSlot);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    auto sge_of = [&](std::uint64_t slot, std::uint32_t len) {
+        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kSlot), len,
+                       mr->lkey};
+    };
+    if (!server) {  // the server: receives until it dies
+        auto post_recv = [&](std::uint64_t slot) {
+            ibv_sge sge = sge_of(slot, kSlot);
             ibv_recv_wr r{};
+            r.wr_id = slot;
             r.sg_list = &sge;
             r.num_sge = 1;
             ibv_recv_wr* bad;
-            ibv_post_recv(q.qp, &r, &bad);
-        }
+            if (ibv_post_recv(q.qp, &r, &bad))
+                fail("ibv_post_recv");
+        };
+        for (int s = 0; s < kPeerWindow; ++s)
+            post_recv(static_cast<std::uint64_t>(s));
         link.sync(1);
-        std::printf("tca_verbs_check peer: server exits now, without a word\n");
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("message %" PRIu64 ": %s", i, ibv_wc_status_str(wc.status));
+            if (i == 100) {
+                std::printf("tca_verbs_check peer: RECEIVING (%" PRIu64 " messages so far)\n", i);
+                std::fflush(stdout);
+            }
+            post_recv(wc.wr_id);
+        }
+        std::printf("tca_verbs_check peer: server received %" PRIu64
+                    " messages, exits now without a word\n",
+                    count);
         std::fflush(stdout);
         _exit(0);
     }
     link.sync(1);
-    std::uint32_t dummy;
-    link.recv(&dummy, sizeof dummy);  // until the server is gone
+    // Sends until the peer is gone; then every outstanding WR must complete.
+    std::uint64_t posted = 0, done = 0, ok = 0;
+    ibv_wc_status first = IBV_WC_SUCCESS;
+    double t_fail = 0;
     const double t0 = now_s();
-    // Sends until one fails: the first few may still be acknowledged.
-    for (int i = 0; i < 100; ++i) {
-        ibv_send_wr w{};
-        w.wr_id = static_cast<std::uint64_t>(i);
-        w.sg_list = &sge;
-        w.num_sge = 1;
-        w.opcode = IBV_WR_SEND;
-        w.send_flags = IBV_SEND_SIGNALED;
-        post(q.qp, w);
-        const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
-        if (wc.status == IBV_WC_SUCCESS)
-            continue;
-        if (wc.status != IBV_WC_RETRY_EXC_ERR)
-            fail("Send %d to a dead peer: %s, want %s", i, ibv_wc_status_str(wc.status),
-                 ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
-        pass("Send %d to the dead peer ended with %s after %.1f s", i, ibv_wc_status_str(wc.status),
-             now_s() - t0);
-        return;
+    while (first == IBV_WC_SUCCESS || done < posted) {
+        while (first == IBV_WC_SUCCESS && posted - done < kPeerWindow) {
+            const std::uint32_t len = posted % 3 == 2 ? 6000 : 64;
+            ibv_sge sge = sge_of(posted % kPeerWindow, len);
+            ibv_send_wr w{};
+            w.wr_id = posted;
+            w.sg_list = &sge;
+            w.num_sge = 1;
+            w.opcode = IBV_WR_SEND;
+            w.send_flags = IBV_SEND_SIGNALED;
+            ibv_send_wr* bad = nullptr;
+            if (int rc = ibv_post_send(q.qp, &w, &bad)) {
+                if (rc == EINVAL && done < posted)
+                    break;  // the QP went to ERR meanwhile: collect what is out
+                fail("ibv_post_send: %s", std::strerror(rc));
+            }
+            ++posted;
+        }
+        if (done == posted)
+            break;
+        const ibv_wc wc = wait_wc(d.cq, 1, 300)[0];
+        if (wc.wr_id != done)
+            fail("completion for WR %" PRIu64 ", want %" PRIu64 " (out of posting order)",
+                 wc.wr_id, done);
+        ++done;
+        if (wc.status == IBV_WC_SUCCESS) {
+            if (first != IBV_WC_SUCCESS)
+                fail("WR %" PRIu64 " succeeded after an earlier one failed", wc.wr_id);
+            ++ok;
+        } else if (first == IBV_WC_SUCCESS) {
+            first = wc.status;
+            t_fail = now_s();
+            if (wc.status != IBV_WC_RETRY_EXC_ERR)
+                fail("Send %" PRIu64 " to a dead peer: %s, want %s", wc.wr_id,
+                     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
+        } else if (wc.status != IBV_WC_WR_FLUSH_ERR && wc.status != IBV_WC_RETRY_EXC_ERR) {
+            fail("WR %" PRIu64 " after the failure: %s, want a flush", wc.wr_id,
+                 ibv_wc_status_str(wc.status));
+        }
     }
-    fail("100 Sends to a dead peer completed successfully");
+    if (first == IBV_WC_SUCCESS)
+        fail("%" PRIu64 " Sends to a peer that should have died all succeeded", posted);
+    pass("%" PRIu64 " Sends acknowledged, then %s; all %" PRIu64
+         " outstanding WRs completed, %.1f s after the stream began",
+         ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
 // ---- hold --------------------------------------------------------------------------------------
@@ -878,7 +932,7 @@ int main(int argc, char** argv) {
     else if (t == "stream")
         stream_test(server, port, count, seed);
     else if (t == "peer")
-        peer_test(server, port);
+        peer_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
