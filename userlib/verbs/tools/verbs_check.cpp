@@ -17,6 +17,9 @@
 //   badwr    ibv_post_send/ibv_post_recv refuse bad WRs with errno and
 //            bad_wr; a bad lkey completes with IBV_WC_LOC_PROT_ERR
 //   flush    moving a QP to ERR flushes every outstanding WR, in order
+//   read     RDMA Reads of 4 B .. 3 MiB at odd offsets from the server's
+//            malloc'ed 4 MiB MR into malloc'ed memory, several in flight:
+//            every byte checked
 //   stream   COUNT messages (Send and Write with Immediate, sizes 1 B ..
 //            64 KiB) with a sequence number and checksum each; the server
 //            checks every one: none lost, duplicated or corrupt
@@ -641,6 +644,75 @@ void flush_test(const char* server, int port) {
     pass("4 Sends and 8 receives flushed in order; a WR posted in ERR flushed");
 }
 
+// ---- read ------------------------------------------------------------------------------------
+
+constexpr std::size_t kReadMr = 4 << 20;
+
+unsigned char read_pattern(std::size_t i) { return static_cast<unsigned char>((i * 131) ^ (i >> 9)); }
+
+void read_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, 16, 16);
+    const Dest peer = link.exchange(q.dest(d));
+    q.connect(peer, 7, 1);
+    std::vector<unsigned char> buf(kReadMr);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    struct Keys {
+        std::uint64_t addr;
+        std::uint32_t rkey;
+    } keys{reinterpret_cast<std::uintptr_t>(buf.data()), mr->rkey}, pk;
+    if (!server)
+        for (std::size_t i = 0; i < kReadMr; ++i)
+            buf[i] = read_pattern(i);
+    link.send(&keys, sizeof keys);
+    link.must_recv(&pk, sizeof pk);
+    link.sync(1);
+    if (!server) {
+        link.sync(2);  // the client read
+        pass("served the Reads from a malloc'ed %zu MiB MR", kReadMr >> 20);
+        return;
+    }
+    // (offset, length): small, page-crossing, odd, 1 MiB, most of the MR.
+    const std::pair<std::size_t, std::size_t> cases[] = {
+        {0, 4},       {4092, 8},          {1, 3},          {100, 20000},
+        {12, 65536},  {4096, 1 << 20},    {3, (1 << 20) + 5}, {65536 + 8, 3 << 20},
+        {0, kReadMr}, {kReadMr - 12, 12}};
+    const std::size_t n = sizeof cases / sizeof cases[0];
+    std::fill(buf.begin(), buf.end(), 0xee);
+    std::vector<std::size_t> at(n);
+    std::size_t room = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        at[k] = room + k % 7;  // odd local offsets too
+        room = at[k] + cases[k].second;
+    }
+    std::vector<unsigned char> local(room);
+    ibv_mr* lm = d.reg(local.data(), local.size(), IBV_ACCESS_LOCAL_WRITE);
+    std::vector<ibv_sge> sges(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        sges[k] = ibv_sge{reinterpret_cast<std::uintptr_t>(local.data() + at[k]),
+                          static_cast<std::uint32_t>(cases[k].second), lm->lkey};
+        ibv_send_wr w = rdma_wr(&sges[k], IBV_WR_RDMA_READ, pk.addr + cases[k].first, pk.rkey, k);
+        post(q.qp, w);
+    }
+    const std::vector<ibv_wc> wcs = wait_wc(d.cq, static_cast<int>(n), 120);
+    std::uint64_t bytes = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (wcs[k].status != IBV_WC_SUCCESS || wcs[k].wr_id != k)
+            fail("Read %zu: %s (WR %" PRIu64 ")", k, ibv_wc_status_str(wcs[k].status),
+                 wcs[k].wr_id);
+        for (std::size_t i = 0; i < cases[k].second; ++i)
+            if (local[at[k] + i] != read_pattern(cases[k].first + i))
+                fail("Read %zu (%zu bytes from offset %zu): byte %zu is %#x, want %#x", k,
+                     cases[k].second, cases[k].first, i, local[at[k] + i],
+                     read_pattern(cases[k].first + i));
+        bytes += cases[k].second;
+    }
+    link.sync(2);
+    pass("%zu Reads (%" PRIu64 " bytes, 4 B .. 4 MiB) into malloc'ed memory, every byte right", n,
+         bytes);
+}
+
 // ---- stream ------------------------------------------------------------------------------------
 
 constexpr std::size_t kMaxMsg = 65536;
@@ -896,7 +968,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|stream|peer|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|hold [SERVER]\n");
     std::exit(2);
 }
 
@@ -929,6 +1001,8 @@ int main(int argc, char** argv) {
         badwr_test(server, port);
     else if (t == "flush")
         flush_test(server, port);
+    else if (t == "read")
+        read_test(server, port);
     else if (t == "stream")
         stream_test(server, port, count, seed);
     else if (t == "peer")
