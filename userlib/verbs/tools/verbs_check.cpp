@@ -233,6 +233,10 @@ struct Qp {
             fail("QP to INIT");
     }
     Dest dest(const Dev& d) const { return Dest{qp->qp_num, psn, d.port.lid, {}, d.gid}; }
+    // Swaps addresses with the peer and connects (RNR retried for ever).
+    void connect_over(Link& link, const Dev& d) {
+        connect(link.exchange(dest(d)), 7, 1);
+    }
     void connect(const Dest& r, std::uint8_t rnr_retry = 7, std::uint8_t min_rnr_timer = 1,
                  std::uint8_t retry_cnt = 7) {
         ibv_qp_attr m{};
@@ -582,8 +586,7 @@ void flush_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d, 16, 16);
-    const Dest peer = link.exchange(q.dest(d));
-    q.connect(peer, 7, 1);
+    q.connect_over(link, d);
     static unsigned char buf[4096];
     ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
@@ -654,8 +657,7 @@ void read_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d, 16, 16);
-    const Dest peer = link.exchange(q.dest(d));
-    q.connect(peer, 7, 1);
+    q.connect_over(link, d);
     std::vector<unsigned char> buf(kReadMr);
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
     struct Keys {
@@ -857,8 +859,7 @@ void peer_test(const char* server, int port, std::uint64_t count) {
     Dev d;
     Link link(server, port);
     Qp q(d, kPeerWindow * 2, kPeerWindow * 2);
-    const Dest peer = link.exchange(q.dest(d));
-    q.connect(peer, 7, 1);
+    q.connect_over(link, d);
     constexpr std::size_t kSlot = 8192;  // both rings: up to 216 bytes LL, more HB
     std::vector<unsigned char> buf(kPeerWindow * kSlot);
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
