@@ -234,9 +234,7 @@ struct Qp {
     }
     Dest dest(const Dev& d) const { return Dest{qp->qp_num, psn, d.port.lid, {}, d.gid}; }
     // Swaps addresses with the peer and connects (RNR retried for ever).
-    void connect_over(Link& link, const Dev& d) {
-        connect(link.exchange(dest(d)), 7, 1);
-    }
+    void connect_over(Link& link, const Dev& d) { connect(link.exchange(dest(d)), 7, 1); }
     void connect(const Dest& r, std::uint8_t rnr_retry = 7, std::uint8_t min_rnr_timer = 1,
                  std::uint8_t retry_cnt = 7) {
         ibv_qp_attr m{};
@@ -651,7 +649,9 @@ void flush_test(const char* server, int port) {
 
 constexpr std::size_t kReadMr = 4 << 20;
 
-unsigned char read_pattern(std::size_t i) { return static_cast<unsigned char>((i * 131) ^ (i >> 9)); }
+unsigned char read_pattern(std::size_t i) {
+    return static_cast<unsigned char>((i * 131) ^ (i >> 9));
+}
 
 void read_test(const char* server, int port) {
     Dev d;
@@ -676,10 +676,16 @@ void read_test(const char* server, int port) {
         return;
     }
     // (offset, length): small, page-crossing, odd, 1 MiB, most of the MR.
-    const std::pair<std::size_t, std::size_t> cases[] = {
-        {0, 4},       {4092, 8},          {1, 3},          {100, 20000},
-        {12, 65536},  {4096, 1 << 20},    {3, (1 << 20) + 5}, {65536 + 8, 3 << 20},
-        {0, kReadMr}, {kReadMr - 12, 12}};
+    const std::pair<std::size_t, std::size_t> cases[] = {{0, 4},
+                                                         {4092, 8},
+                                                         {1, 3},
+                                                         {100, 20000},
+                                                         {12, 65536},
+                                                         {4096, 1 << 20},
+                                                         {3, (1 << 20) + 5},
+                                                         {65536 + 8, 3 << 20},
+                                                         {0, kReadMr},
+                                                         {kReadMr - 12, 12}};
     const std::size_t n = sizeof cases / sizeof cases[0];
     std::fill(buf.begin(), buf.end(), 0xee);
     std::vector<std::size_t> at(n);
@@ -864,8 +870,7 @@ void peer_test(const char* server, int port, std::uint64_t count) {
     std::vector<unsigned char> buf(kPeerWindow * kSlot);
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
     auto sge_of = [&](std::uint64_t slot, std::uint32_t len) {
-        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kSlot), len,
-                       mr->lkey};
+        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kSlot), len, mr->lkey};
     };
     if (!server) {  // the server: receives until it dies
         auto post_recv = [&](std::uint64_t slot) {
@@ -925,8 +930,8 @@ void peer_test(const char* server, int port, std::uint64_t count) {
             break;
         const ibv_wc wc = wait_wc(d.cq, 1, 300)[0];
         if (wc.wr_id != done)
-            fail("completion for WR %" PRIu64 ", want %" PRIu64 " (out of posting order)",
-                 wc.wr_id, done);
+            fail("completion for WR %" PRIu64 ", want %" PRIu64 " (out of posting order)", wc.wr_id,
+                 done);
         ++done;
         if (wc.status == IBV_WC_SUCCESS) {
             if (first != IBV_WC_SUCCESS)
