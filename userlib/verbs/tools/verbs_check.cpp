@@ -727,8 +727,14 @@ constexpr std::size_t kMaxMsg = 65536;
 constexpr int kWindow = 32;
 
 std::uint64_t fnv(const unsigned char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
-    for (std::size_t i = 0; i < n; ++i)
-        h = (h ^ p[i]) * 1099511628211ull;
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8) {  // FNV-1a over 64-bit words, then the tail bytes
+        std::uint64_t w;
+        std::memcpy(&w, p + k, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; k < n; ++k)
+        h = (h ^ p[k]) * 1099511628211ull;
     return h;
 }
 
@@ -745,8 +751,10 @@ std::size_t msg_size(std::uint64_t seed, std::uint64_t i) {
 
 void fill(unsigned char* p, std::size_t n, std::uint64_t seed, std::uint64_t i) {
     std::mt19937_64 r(seed ^ (i * 0x9e3779b97f4a7c15ull));
-    for (std::size_t k = 0; k < n; ++k)
-        p[k] = static_cast<unsigned char>(r() >> 56);
+    for (std::size_t k = 0; k < n; k += 8) {  // 8 bytes a draw: 100 000 messages in TCG
+        const std::uint64_t v = r();
+        std::memcpy(p + k, &v, std::min<std::size_t>(n - k, 8));
+    }
     std::memcpy(p, &i, std::min<std::size_t>(n, 8));  // sequence number first
 }
 
