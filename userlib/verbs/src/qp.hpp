@@ -155,9 +155,7 @@ private:
     void check_timers(std::uint64_t now);
     void fail(SendOp& op, ibv_wc_status st);
     bool get_bounce(std::uint64_t bytes, Bounce* out);
-    // `reuse`: nothing can write into it any more (its DMA or gets ended),
-    // so a big one may serve the next operation.
-    void put_bounce(Bounce& b, bool reuse = false) noexcept;
+    void put_bounce(Bounce& b) noexcept;
     int remote_mr(std::uint32_t rkey, RemoteRange** out);
     ibv_wc_status check_remote(SendOp& op, std::uint32_t need, RemoteRange** mr,
                                std::uint64_t* off);
@@ -216,10 +214,6 @@ private:
     static constexpr std::uint64_t kBounceSlot = wire::kUdSlot;  // a datagram fits
     TcaBuffer bounce_area_;
     std::uint32_t bounce_free_ = (1u << kBounceSlots) - 1;
-    // Big bounce buffers kept for the next operation (tcaMalloc per 1 MiB
-    // Read costs more than the Read): at most kSpareBounces.
-    static constexpr std::size_t kSpareBounces = 4;
-    std::vector<std::unique_ptr<TcaBuffer>> spare_bounces_;
 
     // Send queue.
     std::deque<SendOp> sq_;

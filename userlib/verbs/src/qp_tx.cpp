@@ -70,10 +70,6 @@ ibv_wc_status dma_status(std::uint32_t card) noexcept {
     }
 }
 
-// Reads from this size into memory that is not tcaMalloc'ed go through a
-// bounce buffer (Qp::start_read says why).
-constexpr std::uint64_t kReadBounceMin = 16384;
-
 // The card's rules for a contiguous piece (peach2_dma_rules.h): zero-copy if they hold.
 bool dma_ok(std::uint64_t src, std::uint64_t dst, std::uint64_t len) noexcept {
     return len > 0 && peach2_dma_align_rule(src, dst, len) == PEACH2_DMA_RULE_OK;
@@ -712,18 +708,9 @@ Qp::Start Qp::start_read(SendOp& op) {
         op.status = st;
         return Start::Failed;
     }
-    // Zero-copy when the single destination meets the card's rules and is
-    // tcaMalloc memory or small. A big Read into other memory (malloc'ed,
-    // pinned by ibv_reg_mr: mostly 4 KiB pages apart) would be one proxy
-    // request per local page; into a contiguous bounce buffer it is one per
-    // remote segment (up to TCA_HANDLE_MAX_CHUNKS runs, served in buffer
-    // order by the target), and one copy here.
+    // Zero-copy when the single destination meets the card's rules.
     std::vector<RemoteRange::Piece> pieces;
     bool direct = op.nsge == 1 && op.total % 4 == 0;
-    if (direct && op.total >= kReadBounceMin) {
-        tcaHandle h;
-        direct = tcaGetHandle(reinterpret_cast<const void*>(op.sge[0].addr), op.total, &h) == 0;
-    }
     if (direct) {
         if (int rc = mr->pieces(off, op.total, &pieces)) {
             op.status = remote_status(rc, 0);
@@ -822,13 +809,6 @@ bool Qp::get_bounce(std::uint64_t bytes, Bounce* out) {
         out->p = bounce_area_.bytes() + slot * kBounceSlot;  // 64-byte aligned
         return true;
     }
-    for (auto it = spare_bounces_.begin(); it != spare_bounces_.end(); ++it)
-        if ((*it)->size >= bytes) {
-            out->own = std::move(*it);
-            spare_bounces_.erase(it);
-            out->p = out->own->bytes();
-            return true;
-        }
     auto b = std::make_unique<TcaBuffer>();
     if (b->alloc(bytes))
         return false;
@@ -837,12 +817,10 @@ bool Qp::get_bounce(std::uint64_t bytes, Bounce* out) {
     return true;
 }
 
-void Qp::put_bounce(Bounce& b, bool reuse) noexcept {
+void Qp::put_bounce(Bounce& b) noexcept {
     if (b.slot >= 0)
         bounce_free_ |= 1u << b.slot;
     b.slot = -1;
-    if (reuse && b.own && spare_bounces_.size() < kSpareBounces)
-        spare_bounces_.push_back(std::move(b.own));
     b.own.reset();
     b.p = nullptr;
 }
@@ -885,7 +863,7 @@ void Qp::poll_rp(SendOp& op) {
         }
     }
     op.rp.clear();
-    put_bounce(op.bounce, op.status == IBV_WC_SUCCESS);  // every get of it answered
+    put_bounce(op.bounce);
     if (op.counts_rd) {
         op.counts_rd = false;
         --rd_inflight_;
@@ -916,7 +894,7 @@ void Qp::complete_sq() {
             return;
         }
         op.stage = SendOp::Stage::Done;
-        put_bounce(op.bounce, true);  // its DMA run ended
+        put_bounce(op.bounce);
     }
     while (!sq_.empty() && sq_.front().stage == SendOp::Stage::Done) {
         SendOp& op = sq_.front();
