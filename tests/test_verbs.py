@@ -72,14 +72,59 @@ def test_perftest(cluster2, prog, size, iters):
     assert float(row.group(1)) > 0 and float(row.group(2)) > 0, row.group(0)
 
 
-@pytest.mark.parametrize("test", ["access", "rnr", "flush", "stream -n 3000"])
+@pytest.mark.parametrize("test", ["access", "rnr", "flush", "read"])
 def test_verbs_checks_across_nodes(cluster2, test):
     """tca_verbs_check: access errors leave the target unchanged, RNR retries, flush
-    order, checksummed messages none lost or corrupt; across the link."""
+    order, big RDMA Reads into malloc'ed memory byte for byte; across the link."""
     srv, cli = pair(cluster2, "tca_verbs_check %s" % test)
     name = test.split()[0]
     assert "tca_verbs_check %s: PASS (server)" % name in srv, srv
     assert "tca_verbs_check %s: PASS (client)" % name in cli, cli
+
+
+STREAM_MESSAGES = 100000
+
+
+def test_stream_100k_checksummed_messages(cluster2):
+    """100 000 messages (Sends and Writes with Immediate, 16 B .. 64 KiB, both rings,
+    zero-copy and bounce DMA) with a sequence number and checksum each: the server checks
+    every one, none lost, duplicated, reordered or corrupt."""
+    srv, cli = pair(cluster2, "tca_verbs_check -n %d stream" % STREAM_MESSAGES, timeout=900)
+    assert re.search(r"stream: PASS \(server\): %d messages .* every checksum right, in order"
+                     % STREAM_MESSAGES, srv), srv
+    assert "stream: PASS (client): %d messages sent and completed in order" % STREAM_MESSAGES \
+        in cli, cli
+    print("\n" + srv.strip().splitlines()[-1] + "\n" + cli.strip().splitlines()[-1])
+
+
+def peer_dies_mid_stream(c, server, client, kill, port):
+    """`tca_verbs_check peer`: the client streams Sends to the server on node `server`;
+    once it has received 100, kill(its pid) kills it (its process or its node). The client must
+    end on its own: PASS means its outstanding WRs all completed, the first failure with
+    IBV_WC_RETRY_EXC_ERR and the rest flushed. Returns the client's output."""
+    log = "/tmp/verbs-peer-%d.log" % port
+    pid = int(check(c, server, "tca_verbs_check -p %d -n 100000000 peer > %s 2>&1 & echo $!"
+                    % (port, log)).split()[-1])
+    wait_until(lambda: c.run(server, "ss -ltnH 'sport = :%d'" % port)[1].strip(), timeout=60,
+               what="the peer server to listen")
+    cli_log = "/tmp/verbs-peer-client-%d.log" % port
+    c.run(client, "(timeout 300 tca_verbs_check -p %d peer node%d > %s 2>&1; "
+                  "echo @@rc=$? >> %s) &" % (port, server, cli_log, cli_log))
+    wait_until(lambda: "RECEIVING" in c.run(server, "cat %s" % log)[1], timeout=120,
+               what="the server to be mid-stream")
+    kill(pid)
+    out = wait_until(lambda: (lambda o: "@@rc=" in o and o)(c.run(client, "cat %s" % cli_log)[1]),
+                     timeout=320, what="the client to end")
+    assert "@@rc=0" in out and "peer: PASS (client)" in out, out
+    assert "then transport retry counter exceeded" in out, out
+    return out
+
+
+def test_peer_process_killed_mid_stream(cluster2):
+    c = cluster2
+    out = peer_dies_mid_stream(
+        c, SERVER, CLIENT, lambda pid: check(c, SERVER, "kill -9 %d" % pid), next(_ports))
+    print("\n" + out)
 
 
 def verbs_counters(c, node):
@@ -117,3 +162,31 @@ def test_killed_process_leaves_nothing_pinned(cluster2):
     after = verbs_counters(c, SERVER)
     assert after["pinned_pages"] == before["pinned_pages"], (before, held, after)
     assert after["pinned_bufs"] == before["pinned_bufs"], (before, held, after)
+
+
+def test_peer_node_killed_mid_stream(cluster2):
+    """The server's whole node dies (its QEMU killed) mid-stream: the client's WRs end
+    with an error, never a hang. Node 1 is booted again for the tests after this one."""
+    c = cluster2
+    try:
+        out = peer_dies_mid_stream(c, SERVER, CLIENT, lambda pid: c.kill_node(SERVER), next(_ports))
+        print("\n" + out)
+    finally:
+        c.restart_node(SERVER)
+    wait_until(lambda: "PORT_ACTIVE" in c.run(CLIENT, "ibv_devinfo")[1], timeout=60,
+               what="node0's port active again")
+
+
+@pytest.fixture(scope="module")
+def ring4(make_cluster):
+    return make_cluster(None, topology="ring:4")
+
+
+def test_two_hops_on_a_ring(ring4):
+    """node0 <-> node2 on ring:4 (two hops either way): Send/Recv with validation and
+    checksummed messages through node 1 or 3's card."""
+    c = ring4
+    for cmd in ("ibv_rc_pingpong -g 0 -n 200 -c", "tca_verbs_check -n 2000 stream"):
+        rc_s, srv, rc_c, cli = tcp_pair(c, 2, 0, cmd, next(_ports), 600)
+        assert rc_c == 0 and rc_s == 0, (cmd, rc_s, srv, rc_c, cli)
+    assert "stream: PASS (server): 2000 messages" in srv, srv

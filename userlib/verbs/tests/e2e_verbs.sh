@@ -103,10 +103,15 @@ grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 M
 
 if [ -n "$check" ]; then
 	# The library's own checks of error semantics, between two processes.
-	for t in access rnr badwr flush stream; do
+	for t in access rnr badwr flush read stream; do
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
+	# The server exits without a word after 300 messages: the client's
+	# outstanding Sends end with an error, not a hang.
+	pair check_peer "$check" -n 300 peer
+	grep -q "peer: PASS (client).*transport retry counter exceeded" "$dir/check_peer.cli.log" ||
+		fail "check_peer: no PASS with a retry error in the client's output"
 fi
 
 echo "e2e_verbs: PASS: $runs program runs"

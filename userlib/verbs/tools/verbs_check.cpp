@@ -17,11 +17,18 @@
 //   badwr    ibv_post_send/ibv_post_recv refuse bad WRs with errno and
 //            bad_wr; a bad lkey completes with IBV_WC_LOC_PROT_ERR
 //   flush    moving a QP to ERR flushes every outstanding WR, in order
+//   read     RDMA Reads of 4 B .. 3 MiB at odd offsets from the server's
+//            malloc'ed 4 MiB MR into malloc'ed memory, several in flight:
+//            every byte checked
 //   stream   COUNT messages (Send and Write with Immediate, sizes 1 B ..
 //            64 KiB) with a sequence number and checksum each; the server
 //            checks every one: none lost, duplicated or corrupt
-//   peer     the server exits after connecting; the client's Sends end with
-//            IBV_WC_RETRY_EXC_ERR (not a hang)
+//   peer     the client streams Sends (a window of 16 outstanding, sizes
+//            of both rings) to the server, which dies mid-stream: it
+//            prints RECEIVING after 100 messages and exits without a word
+//            after COUNT (or is killed first: kill -9, its node's QEMU
+//            killed). Every outstanding WR of the client completes, the
+//            first failure is IBV_WC_RETRY_EXC_ERR, the rest flush (no hang)
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -226,6 +233,8 @@ struct Qp {
             fail("QP to INIT");
     }
     Dest dest(const Dev& d) const { return Dest{qp->qp_num, psn, d.port.lid, {}, d.gid}; }
+    // Swaps addresses with the peer and connects (RNR retried for ever).
+    void connect_over(Link& link, const Dev& d) { connect(link.exchange(dest(d)), 7, 1); }
     void connect(const Dest& r, std::uint8_t rnr_retry = 7, std::uint8_t min_rnr_timer = 1,
                  std::uint8_t retry_cnt = 7) {
         ibv_qp_attr m{};
@@ -575,8 +584,7 @@ void flush_test(const char* server, int port) {
     Dev d;
     Link link(server, port);
     Qp q(d, 16, 16);
-    const Dest peer = link.exchange(q.dest(d));
-    q.connect(peer, 7, 1);
+    q.connect_over(link, d);
     static unsigned char buf[4096];
     ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
@@ -637,14 +645,96 @@ void flush_test(const char* server, int port) {
     pass("4 Sends and 8 receives flushed in order; a WR posted in ERR flushed");
 }
 
+// ---- read ------------------------------------------------------------------------------------
+
+constexpr std::size_t kReadMr = 4 << 20;
+
+unsigned char read_pattern(std::size_t i) {
+    return static_cast<unsigned char>((i * 131) ^ (i >> 9));
+}
+
+void read_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, 16, 16);
+    q.connect_over(link, d);
+    std::vector<unsigned char> buf(kReadMr);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    struct Keys {
+        std::uint64_t addr;
+        std::uint32_t rkey;
+    } keys{reinterpret_cast<std::uintptr_t>(buf.data()), mr->rkey}, pk;
+    if (!server)
+        for (std::size_t i = 0; i < kReadMr; ++i)
+            buf[i] = read_pattern(i);
+    link.send(&keys, sizeof keys);
+    link.must_recv(&pk, sizeof pk);
+    link.sync(1);
+    if (!server) {
+        link.sync(2);  // the client read
+        pass("served the Reads from a malloc'ed %zu MiB MR", kReadMr >> 20);
+        return;
+    }
+    // (offset, length): small, page-crossing, odd, 1 MiB, most of the MR.
+    const std::pair<std::size_t, std::size_t> cases[] = {{0, 4},
+                                                         {4092, 8},
+                                                         {1, 3},
+                                                         {100, 20000},
+                                                         {12, 65536},
+                                                         {4096, 1 << 20},
+                                                         {3, (1 << 20) + 5},
+                                                         {65536 + 8, 3 << 20},
+                                                         {0, kReadMr},
+                                                         {kReadMr - 12, 12}};
+    const std::size_t n = sizeof cases / sizeof cases[0];
+    std::fill(buf.begin(), buf.end(), 0xee);
+    std::vector<std::size_t> at(n);
+    std::size_t room = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        at[k] = room + k % 7;  // odd local offsets too
+        room = at[k] + cases[k].second;
+    }
+    std::vector<unsigned char> local(room);
+    ibv_mr* lm = d.reg(local.data(), local.size(), IBV_ACCESS_LOCAL_WRITE);
+    std::vector<ibv_sge> sges(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        sges[k] = ibv_sge{reinterpret_cast<std::uintptr_t>(local.data() + at[k]),
+                          static_cast<std::uint32_t>(cases[k].second), lm->lkey};
+        ibv_send_wr w = rdma_wr(&sges[k], IBV_WR_RDMA_READ, pk.addr + cases[k].first, pk.rkey, k);
+        post(q.qp, w);
+    }
+    const std::vector<ibv_wc> wcs = wait_wc(d.cq, static_cast<int>(n), 120);
+    std::uint64_t bytes = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (wcs[k].status != IBV_WC_SUCCESS || wcs[k].wr_id != k)
+            fail("Read %zu: %s (WR %" PRIu64 ")", k, ibv_wc_status_str(wcs[k].status),
+                 wcs[k].wr_id);
+        for (std::size_t i = 0; i < cases[k].second; ++i)
+            if (local[at[k] + i] != read_pattern(cases[k].first + i))
+                fail("Read %zu (%zu bytes from offset %zu): byte %zu is %#x, want %#x", k,
+                     cases[k].second, cases[k].first, i, local[at[k] + i],
+                     read_pattern(cases[k].first + i));
+        bytes += cases[k].second;
+    }
+    link.sync(2);
+    pass("%zu Reads (%" PRIu64 " bytes, 4 B .. 4 MiB) into malloc'ed memory, every byte right", n,
+         bytes);
+}
+
 // ---- stream ------------------------------------------------------------------------------------
 
 constexpr std::size_t kMaxMsg = 65536;
 constexpr int kWindow = 32;
 
 std::uint64_t fnv(const unsigned char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
-    for (std::size_t i = 0; i < n; ++i)
-        h = (h ^ p[i]) * 1099511628211ull;
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8) {  // FNV-1a over 64-bit words, then the tail bytes
+        std::uint64_t w;
+        std::memcpy(&w, p + k, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; k < n; ++k)
+        h = (h ^ p[k]) * 1099511628211ull;
     return h;
 }
 
@@ -661,8 +751,10 @@ std::size_t msg_size(std::uint64_t seed, std::uint64_t i) {
 
 void fill(unsigned char* p, std::size_t n, std::uint64_t seed, std::uint64_t i) {
     std::mt19937_64 r(seed ^ (i * 0x9e3779b97f4a7c15ull));
-    for (std::size_t k = 0; k < n; ++k)
-        p[k] = static_cast<unsigned char>(r() >> 56);
+    for (std::size_t k = 0; k < n; k += 8) {  // 8 bytes a draw: 100 000 messages in TCG
+        const std::uint64_t v = r();
+        std::memcpy(p + k, &v, std::min<std::size_t>(n - k, 8));
+    }
     std::memcpy(p, &i, std::min<std::size_t>(n, 8));  // sequence number first
 }
 
@@ -775,52 +867,100 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
 
 // ---- peer --------------------------------------------------------------------------------------
 
-void peer_test(const char* server, int port) {
+constexpr int kPeerWindow = 16;
+
+void peer_test(const char* server, int port, std::uint64_t count) {
     Dev d;
     Link link(server, port);
-    Qp q(d);
-    const Dest peer = link.exchange(q.dest(d));
-    q.connect(peer, 7, 1);
-    static unsigned char buf[4096];
-    ibv_mr* mr = d.reg(buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), 64, mr->lkey};
-    if (!server) {
-        for (int i = 0; i < 4; ++i) {
+    Qp q(d, kPeerWindow * 2, kPeerWindow * 2);
+    q.connect_over(link, d);
+    constexpr std::size_t kSlot = 8192;  // both rings: up to 216 bytes LL, more HB
+    std::vector<unsigned char> buf(kPeerWindow * kSlot);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    auto sge_of = [&](std::uint64_t slot, std::uint32_t len) {
+        return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kSlot), len, mr->lkey};
+    };
+    if (!server) {  // the server: receives until it dies
+        auto post_recv = [&](std::uint64_t slot) {
+            ibv_sge sge = sge_of(slot, kSlot);
             ibv_recv_wr r{};
+            r.wr_id = slot;
             r.sg_list = &sge;
             r.num_sge = 1;
             ibv_recv_wr* bad;
-            ibv_post_recv(q.qp, &r, &bad);
-        }
+            if (ibv_post_recv(q.qp, &r, &bad))
+                fail("ibv_post_recv");
+        };
+        for (int s = 0; s < kPeerWindow; ++s)
+            post_recv(static_cast<std::uint64_t>(s));
         link.sync(1);
-        std::printf("tca_verbs_check peer: server exits now, without a word\n");
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("message %" PRIu64 ": %s", i, ibv_wc_status_str(wc.status));
+            if (i == 100) {
+                std::printf("tca_verbs_check peer: RECEIVING (%" PRIu64 " messages so far)\n", i);
+                std::fflush(stdout);
+            }
+            post_recv(wc.wr_id);
+        }
+        std::printf("tca_verbs_check peer: server received %" PRIu64
+                    " messages, exits now without a word\n",
+                    count);
         std::fflush(stdout);
         _exit(0);
     }
     link.sync(1);
-    std::uint32_t dummy;
-    link.recv(&dummy, sizeof dummy);  // until the server is gone
+    // Sends until the peer is gone; then every outstanding WR must complete.
+    std::uint64_t posted = 0, done = 0, ok = 0;
+    ibv_wc_status first = IBV_WC_SUCCESS;
+    double t_fail = 0;
     const double t0 = now_s();
-    // Sends until one fails: the first few may still be acknowledged.
-    for (int i = 0; i < 100; ++i) {
-        ibv_send_wr w{};
-        w.wr_id = static_cast<std::uint64_t>(i);
-        w.sg_list = &sge;
-        w.num_sge = 1;
-        w.opcode = IBV_WR_SEND;
-        w.send_flags = IBV_SEND_SIGNALED;
-        post(q.qp, w);
-        const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
-        if (wc.status == IBV_WC_SUCCESS)
-            continue;
-        if (wc.status != IBV_WC_RETRY_EXC_ERR)
-            fail("Send %d to a dead peer: %s, want %s", i, ibv_wc_status_str(wc.status),
-                 ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
-        pass("Send %d to the dead peer ended with %s after %.1f s", i, ibv_wc_status_str(wc.status),
-             now_s() - t0);
-        return;
+    while (first == IBV_WC_SUCCESS || done < posted) {
+        while (first == IBV_WC_SUCCESS && posted - done < kPeerWindow) {
+            const std::uint32_t len = posted % 3 == 2 ? 6000 : 64;
+            ibv_sge sge = sge_of(posted % kPeerWindow, len);
+            ibv_send_wr w{};
+            w.wr_id = posted;
+            w.sg_list = &sge;
+            w.num_sge = 1;
+            w.opcode = IBV_WR_SEND;
+            w.send_flags = IBV_SEND_SIGNALED;
+            ibv_send_wr* bad = nullptr;
+            if (int rc = ibv_post_send(q.qp, &w, &bad)) {
+                if (rc == EINVAL && done < posted)
+                    break;  // the QP went to ERR meanwhile: collect what is out
+                fail("ibv_post_send: %s", std::strerror(rc));
+            }
+            ++posted;
+        }
+        if (done == posted)
+            break;
+        const ibv_wc wc = wait_wc(d.cq, 1, 300)[0];
+        if (wc.wr_id != done)
+            fail("completion for WR %" PRIu64 ", want %" PRIu64 " (out of posting order)", wc.wr_id,
+                 done);
+        ++done;
+        if (wc.status == IBV_WC_SUCCESS) {
+            if (first != IBV_WC_SUCCESS)
+                fail("WR %" PRIu64 " succeeded after an earlier one failed", wc.wr_id);
+            ++ok;
+        } else if (first == IBV_WC_SUCCESS) {
+            first = wc.status;
+            t_fail = now_s();
+            if (wc.status != IBV_WC_RETRY_EXC_ERR)
+                fail("Send %" PRIu64 " to a dead peer: %s, want %s", wc.wr_id,
+                     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR));
+        } else if (wc.status != IBV_WC_WR_FLUSH_ERR && wc.status != IBV_WC_RETRY_EXC_ERR) {
+            fail("WR %" PRIu64 " after the failure: %s, want a flush", wc.wr_id,
+                 ibv_wc_status_str(wc.status));
+        }
     }
-    fail("100 Sends to a dead peer completed successfully");
+    if (first == IBV_WC_SUCCESS)
+        fail("%" PRIu64 " Sends to a peer that should have died all succeeded", posted);
+    pass("%" PRIu64 " Sends acknowledged, then %s; all %" PRIu64
+         " outstanding WRs completed, %.1f s after the stream began",
+         ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
 // ---- hold --------------------------------------------------------------------------------------
@@ -842,7 +982,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|stream|peer|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|hold [SERVER]\n");
     std::exit(2);
 }
 
@@ -875,10 +1015,12 @@ int main(int argc, char** argv) {
         badwr_test(server, port);
     else if (t == "flush")
         flush_test(server, port);
+    else if (t == "read")
+        read_test(server, port);
     else if (t == "stream")
         stream_test(server, port, count, seed);
     else if (t == "peer")
-        peer_test(server, port);
+        peer_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
