@@ -30,9 +30,9 @@ if [ ! -x "$root/usr/bin/ucx_perftest" ]; then
 fi
 dir=$(mktemp -d /tmp/pv-ucx.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-export TCA_FAKE_DIR=$dir TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0
-export LD_LIBRARY_PATH=$libdir:$root/usr/lib/x86_64-linux-gnu
-export UCX_MEM_MMAP_HOOK_MODE=none UCX_NET_DEVICES=${UCX_NET_DEVICES:-peach2_0:1}
+export TCA_FAKE_DIR="$dir" TCA_FAKE_NODES=2 TCA_DEVICE=/fake/peach2-0
+export LD_LIBRARY_PATH="$libdir:$root/usr/lib/x86_64-linux-gnu"
+export UCX_MEM_MMAP_HOOK_MODE=none UCX_NET_DEVICES="${UCX_NET_DEVICES:-peach2_0:1}"
 export UCX_RC_VERBS_RX_QUEUE_LEN=256 UCX_UD_VERBS_RX_QUEUE_LEN=256
 export UCX_RC_VERBS_TX_QUEUE_LEN=256 UCX_UD_VERBS_TX_QUEUE_LEN=256 UCX_IB_SEG_SIZE=2k
 
@@ -51,13 +51,13 @@ in_ns() {
 case $mode in
 info) in_ns 0 "$root/usr/bin/ucx_info" -d ;;
 perf)
-	export UCX_TLS=$1
+	export UCX_TLS="$1"
 	shift
 	port=$((21000 + $$ % 20000))
-	(in_ns 0 "$root/usr/bin/ucx_perftest" -p $port >"$dir/server.log" 2>&1; echo $? >"$dir/server.rc") &
+	(in_ns 0 "$root/usr/bin/ucx_perftest" -p "$port" >"$dir/server.log" 2>&1; echo $? >"$dir/server.rc") &
 	sleep 1
 	set +e
-	in_ns 1 "$root/usr/bin/ucx_perftest" -p $port "$@" localhost
+	in_ns 1 "$root/usr/bin/ucx_perftest" -p "$port" "$@" localhost
 	rc=$?
 	set -e
 	wait
