@@ -81,7 +81,8 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* abi, void* addr, size_t length, uint6
     std::lock_guard<std::mutex> g(e.lock());
     if (int rc = tcaRegister(addr, length)) {
         log_error("ibv_reg_mr: cannot pin %zu bytes at %p: %s%s", length, addr, tcaErrorString(rc),
-                  rc == -ENOMEM   ? " (RLIMIT_MEMLOCK? see `ulimit -l`)"
+                  rc == -ENOMEM   ? " (over RLIMIT_MEMLOCK, see `ulimit -l`, or the driver's per-process "
+                                    "limit /sys/module/peach2/parameters/max_alloc_per_fd)"
                   : rc == -ENOSPC ? " (the card's table of registered ranges is full)"
                                   : "");
         delete mr;
