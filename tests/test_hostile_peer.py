@@ -22,9 +22,11 @@ NODES = 3  # what the cards are told; "node 2" is the rogue
 
 @pytest.fixture(scope="module")
 def rc(make_cluster):
+    # The rogue writes link packets straight into the socket: the socket transport. The
+    # shared-memory transport's own hostile peer is in tests/test_link_transport.py.
     c = make_cluster(2, guest="busybox", device_props={"nodes": NODES},
                      cables=[((0, "E"), (1, "W")), ((0, "W"), (2, "E"))],
-                     qemu_args=["-d", "guest_errors"])
+                     qemu_args=["-d", "guest_errors"], link_transport="socket")
     wait_sysfs(c, 0, "link_e", "up peer=1 port=W", timeout=30)
     return c
 
