@@ -60,7 +60,7 @@ class RoguePeer:
 
     # -- packets ------------------------------------------------------------------
     def packet(self, ptype, payload=b"", *, src=0, dst=0, addr=0, hops=0, flags=0,
-               seq=None, magic=None, version=None, length=None, reserved=0):
+               seq=None, magic=None, version=None, length=None, number=0):
         """Header + payload; seq defaults to the next one (and advances)."""
         if seq is None:
             seq = self.seq
@@ -69,7 +69,7 @@ class RoguePeer:
                            hw("PEACH2_PKT_VERSION") if version is None else version,
                            ptype, hops, flags, src, dst,
                            len(payload) if length is None else length,
-                           addr, seq, reserved) + payload
+                           addr, seq, number) + payload
 
     def hello_packet(self, node, nodes, port="E", major=None, seq=None):
         major = hw("PEACH2_VERSION_MAJOR") if major is None else major
