@@ -31,6 +31,9 @@ struct Builder {
     // Per node: run number -> run index; which object each record became.
     std::vector<std::unordered_map<uint64_t, uint32_t>> runs_by_id;
     std::vector<std::vector<uint32_t>> object;
+    // Per node: host clock when its trace started (a restarted node's new
+    // instance numbers its packets from 0 again).
+    std::vector<uint64_t> trace_start;
     // (target, requester, tag) -> the last answer packet.
     std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint32_t> answers;
     uint64_t orphans = 0;
@@ -275,6 +278,12 @@ struct Builder {
                 break;
             }
             case Type::PktRecv: {
+                if (r.t_host_ns < trace_start[r.src_node]) {
+                    // Delivered before the sender's trace began: sent by the
+                    // instance before a restart, whose numbers the new one reuses.
+                    ++w.earlier_instance;
+                    break;
+                }
                 auto it = sent.find(packet_key(r.src_node, r.dst_node, r.id));
                 if (it == sent.end()) {
                     ++w.unmatched;
@@ -284,7 +293,8 @@ struct Builder {
                 if (p.received) {
                     bad(f, i,
                         "packet " + std::to_string(r.id) + " from node " +
-                            std::to_string(r.src_node) + " delivered twice");
+                            std::to_string(r.src_node) +
+                            " delivered twice (were traces of different runs mixed?)");
                     return false;
                 }
                 p.received = true;
@@ -395,6 +405,7 @@ std::optional<Workload> build_workload(const std::vector<trace::TraceFile>& give
             w.contexts[n * kActors + a] = {static_cast<uint16_t>(n), static_cast<Actor>(a), {}};
     b.runs_by_id.resize(w.nodes);
     b.object.resize(w.nodes);
+    b.trace_start.assign(w.nodes, 0);
     uint64_t host_first = ~0ull, host_last = 0;
     for (const trace::TraceFile& f : traces) {
         if (f.header.nodes != w.nodes || f.header.node >= w.nodes || w.traced[f.header.node]) {
@@ -404,6 +415,7 @@ std::optional<Workload> build_workload(const std::vector<trace::TraceFile>& give
             return std::nullopt;
         }
         w.traced[f.header.node] = true;
+        b.trace_start[f.header.node] = f.header.t_host_ns;
         w.records += f.records.size();
         w.dropped += f.dropped;
         for (const auto& warning : f.warnings)
@@ -433,6 +445,10 @@ std::optional<Workload> build_workload(const std::vector<trace::TraceFile>& give
         w.warnings.push_back(std::to_string(b.orphans) +
                              " DMA records name runs whose start was not recorded (dropped); "
                              "they are left out");
+    if (w.earlier_instance)
+        w.warnings.push_back(std::to_string(w.earlier_instance) +
+                             " deliveries came from a node's earlier instance (restarted; its "
+                             "new trace replaced the old one); nothing waits for them");
     if (w.unmatched)
         w.warnings.push_back(std::to_string(w.unmatched) +
                              " deliveries have no recorded sender (a node's trace missing or "

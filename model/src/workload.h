@@ -115,6 +115,9 @@ struct Workload {
     uint64_t host_span_ns = 0;
     uint64_t records = 0, dropped = 0;
     uint64_t unmatched = 0;  // deliveries whose sender's record is missing
+    // Deliveries older than their sender's trace: sent by an earlier instance
+    // of a restarted node (whose trace the new one replaced).
+    uint64_t earlier_instance = 0;
     std::vector<std::string> warnings;
 };
 

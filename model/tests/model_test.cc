@@ -277,6 +277,44 @@ TEST(Model, MissingTracesAndDroppedRecordsStillGiveAPrediction) {
     EXPECT_GT(r.p.end, 0);
 }
 
+// Cluster.restart_node: node 1's emulator starts again, its new trace replaces
+// the old one and numbers its packets from 0 again, while node 0's trace still
+// holds the deliveries of the first instance's packets.
+TEST(Model, ARestartedNodesNewTraceMatchesOnlyItsOwnPackets) {
+    auto first = make("2"), second = make("2");
+    for (int i = 0; i < 3; ++i)
+        first.pio(1, 0, 0, 8);
+    for (int i = 0; i < 2; ++i)
+        second.pio(1, 0, 0, 8);
+    auto before = first.traces(), after = second.traces();
+    uint64_t restart = 0;
+    for (const auto& r : before[0].records)
+        restart = std::max(restart, r.t_host_ns + 1000);
+    auto traces = after;
+    traces[1].header.t_host_ns = restart;
+    for (auto& r : traces[1].records)
+        r.t_host_ns += restart;
+    traces[0].records = before[0].records;
+    for (auto r : after[0].records) {
+        r.t_host_ns += restart;
+        traces[0].records.push_back(r);
+    }
+    std::string err;
+    auto w = build_workload(traces, &err);
+    ASSERT_TRUE(w) << err;
+    EXPECT_EQ(w->earlier_instance, 3u);
+    EXPECT_EQ(w->unmatched, 0u);
+    unsigned received = 0;
+    for (const auto& p : w->packets)
+        received += p.received;
+    EXPECT_EQ(received, 2u);
+    // Without the restart (the same trace start), the old deliveries are
+    // the new packets' second delivery: an error naming it.
+    traces[1].header.t_host_ns = 0;
+    EXPECT_FALSE(build_workload(traces, &err));
+    EXPECT_NE(err.find("delivered twice"), std::string::npos) << err;
+}
+
 TEST(Model, BadFieldsAreErrorsNamingFileAndRecord) {
     auto run = make("2");
     run.dma(0, 0, DmaMode::ChainHost, {{1, 0, 4096}});
