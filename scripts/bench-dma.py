@@ -54,26 +54,6 @@ def targets(rows):
     return out
 
 
-def predicted_table(trace_dir, rows, params):
-    """Print each row beside the model's prediction and the paper; False on failure."""
-    print("\n=== emulated wall clock / predicted for real PEACH2 / paper ===")
-    t0 = time.monotonic()
-    try:
-        report, ops = benchmodel.run_model(trace_dir, os.path.dirname(trace_dir))
-    except (RuntimeError, OSError) as e:
-        print("bench-dma: %s" % e)
-        return False
-    print(report.split("\n\n")[0])
-    predicted, missing = benchmodel.predict(ops, params)
-    for line in benchmodel.table(rows, predicted, benchmodel.paper_figures()):
-        print(line)
-    if missing:
-        print("not found among the model's operations: %s" % ", ".join(missing))
-    print("(latency one way, us; stream MB/s. Emulated: QEMU under TCG, traced. Predicted: "
-          "peach2-model %s, %.1f s, default profile.)" % (trace_dir, time.monotonic() - t0))
-    return True
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations and bytes")
@@ -142,7 +122,8 @@ def main():
         print("bench-dma: %s" % e, file=sys.stderr)
         return 1
     if trace_dir and rows:
-        ok &= predicted_table(trace_dir, rows, params)
+        ok &= benchmodel.compare(trace_dir, rows, lambda ops: benchmodel.predict(ops, params),
+                                 "bench-dma")
     print("\nbench-dma: %s" % ("PASS: every message verified" if ok else "FAIL"))
     return 0 if ok else 1
 
