@@ -79,8 +79,9 @@ demo: qemu image
 
 bench: qemu image model
 	@$(BUILD)/model/peach2-model-bench
-	@$(PY) scripts/plot-model.py
 	@scripts/run-bench.sh
+	@$(PY) scripts/plot-model.py --measured $(BUILD)/bench/model-summary-dma.csv \
+		--measured $(BUILD)/bench/model-summary-get.csv
 
 sparse: deps
 	@$(MAKE) --no-print-directory -C driver sparse

@@ -2,14 +2,16 @@
 """Chart what peach2-model predicts for real PEACH2 beside the papers' figures.
 
     scripts/plot-model.py [--model build/model/peach2-model] [--out build/bench/model]
-                          [--measured build/bench/model-summary.csv]
+                          [--measured build/bench/model-summary-dma.csv ...]
 
 Draws one-way latency and bandwidth by message size (log scales): the model's curves for
 PIO, DMA (on-card descriptors, host descriptors, register mode) and the read-proxy get
 (`peach2-model --curves`, default profile), and the papers' figures as points
-(`peach2-model --calibration --csv`, the rows with a size). With --measured (the CSV that
-`make bench` writes from its own traced runs: op, mode, bytes, predicted and emulated
-times) the predictions for those runs are drawn as well. Writes OUT.svg and OUT.png.
+(`peach2-model --calibration --csv`, the rows with a size). With --measured (the CSVs that
+`make bench` writes from its own traced runs, `peach2-model --summary-csv`: op, mode, bytes,
+predicted and emulated times) the predicted medians of those runs' operations are drawn as
+squares. Writes OUT.svg and OUT.png; `make bench` draws build/bench/model.svg after the
+benchmarks.
 """
 import argparse
 import csv
@@ -63,7 +65,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=os.path.join(BUILD, "model", "peach2-model"))
     ap.add_argument("--out", default=os.path.join(BUILD, "bench", "model"))
-    ap.add_argument("--measured", help="summary CSV of traced benchmark runs")
+    ap.add_argument("--measured", action="append", default=[],
+                    help="summary CSV of a traced benchmark run (repeatable; missing ones "
+                    "are skipped)")
     args = ap.parse_args()
 
     figures = run_csv([args.model, "--calibration", "--csv"])
@@ -106,8 +110,9 @@ def main():
                       (size, value), textcoords="offset points", xytext=(10, -14 + 11 * n),
                       fontsize=7, color=colour)
 
-    if args.measured and os.path.exists(args.measured):
-        with open(args.measured, encoding="utf-8") as fh:
+    measured = [m for m in args.measured if os.path.exists(m)]
+    for path in measured:
+        with open(path, encoding="utf-8") as fh:
             for r in csv.DictReader(fh):
                 size, t = int(r["bytes"]), float(r["predicted_median_us"])
                 if size <= 0 or t <= 0:
@@ -131,7 +136,7 @@ def main():
         axis.tick_params(axis="x", labelrotation=45, labelsize=7)
     lat.set_yscale("log")
     lat.legend(fontsize=7, loc="upper left")
-    if args.measured:
+    if measured:
         fig.text(0.5, 0.005, "squares: predictions for this run's traced benchmarks",
                  ha="center", fontsize=8)
     fig.tight_layout()
