@@ -195,7 +195,7 @@ def predict_get(ops, g):
             out[key] = value
 
     n_pio = g.warmup + latency_iters(8, g.iters, g.latency_bytes, g.min_iters)
-    put(("put_pio", "", 8), _pio_latency(of("PIO put"), 0, 8, n_pio, g.warmup)[1], "put_pio 8")
+    put(("put_pio", "pio", 8), _pio_latency(of("PIO put"), 0, 8, n_pio, g.warmup)[1], "put_pio 8")
     count = g.stream_bytes // g.put_size
     runs = of("DMA run", "host", g.put_size)
     put(("dma_put_stream", "host", g.put_size),
