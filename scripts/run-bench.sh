@@ -2,7 +2,8 @@
 # make bench: the benchmarks; tables on stdout, CSV in build/bench/.
 #   1. PIO ping-pong (demo.py --bench; arguments go to it)
 #   2. DMA latency and bandwidth in every descriptor mode (bench-dma.py)
-#   3. read proxy: get latency/bandwidth and CAS/FAA beside put (bench-get.py)
+#   3. read proxy: get latency/bandwidth and CAS/FAA beside put (bench-get.py); 2 and 3 are
+#      traced and print emulated / predicted (peach2-model) / paper rows
 #   4. TCA Verbs: Debian's perftest beside raw put/DMA/get (bench-verbs.py)
 #   5. the link transports (shared memory, socket) against the machine's anchors:
 #      memcpy, unix-socket and ivshmem ping-pongs (bench-fastpath.py, issue 13)
