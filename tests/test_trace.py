@@ -103,3 +103,27 @@ def test_model_matches_everything_and_predicts_the_papers_latencies(traced_run, 
     for mode in ("on-card", "host"):
         small, big = median("DMA run", mode, 8), median("DMA run", mode, 4096)
         assert small < big < small + 5, (mode, small, big)
+
+
+def test_a_restarted_node_is_modelled_from_its_restart(peach2_images, tmp_path):
+    """restart_node: node 1's new emulator replaces its trace and numbers its packets
+    from 0 again, while node 0's trace holds the deliveries of the old instance's
+    packets. The model sets those apart (a warning naming the earlier instance) instead
+    of refusing them as delivered twice, and predicts both ping-pongs' messages."""
+    d = str(tmp_path / "traces")
+    pingpong = ("tca_bench dma --peer {peer} --modes pio --sizes 8 --iters 10 --warmup 1 "
+                "--no-stream")
+    with cluster_mod.Cluster(2, qemu=peach2_images["qemu"], kernel=peach2_images["kernel"],
+                             initrd=peach2_images["initrd"], trace=d) as c:
+        for run in range(2):
+            if run:
+                c.restart_node(1)
+            results = c.run_all(lambda i: pingpong.format(peer=1 - i), timeout=600)
+            for i, (rc, out) in enumerate(results):
+                assert rc == 0, "run %d, node%d:\n%s" % (run, i, out)
+    r = subprocess.run([_model(), d, "--partial"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    assert "delivered twice" not in r.stdout
+    m = re.search(r"(\d+) deliveries came from a node's earlier instance", r.stdout)
+    assert m and int(m.group(1)) >= 2 * 11, r.stdout  # every message of the first run
