@@ -5,11 +5,17 @@ PIO put, DMA put and get from the same run; print the table and the goals.
     scripts/bench-verbs.py            # make bench (after the libtca benchmarks)
     scripts/bench-verbs.py --quick    # fewer iterations, for a smoke run
 
-Raw anchors (tca_bench get, node 1 serving): PIO put 8 B one-way latency, DMA put
-stream at 1 MiB, get 8 B latency and get stream at 1 MiB. Verbs (perftest, node 1 the
-server): ib_send_lat, ib_write_lat (one-way = RTT/2, as perftest reports), ib_read_lat,
-ib_atomic_lat (round trips), at 8 B and 4 KiB; ib_write_bw, ib_send_bw, ib_read_bw at
-64 KiB and 1 MiB. Writes build/bench/verbs.csv (test,size,median_us,mb_per_s).
+Raw anchors: DMA put stream at 1 MiB, get 8 B latency and get stream at 1 MiB
+(tca_bench get, node 1 serving); PIO put 8 B one-way latency (tca_bench pingpong: a
+payload put, then a flag put). The 8-byte latency goal compares figures that swing 2-3x
+between runs of TCG guests, so the PIO ping-pong, ib_write_lat and ib_send_lat at 8 B run
+in interleaved rounds (--rounds): the table shows the median of the rounds' medians and the
+least minimum, the goal line each round's ratio and their median. Then (node 1 the perftest
+server) ib_send_lat, ib_write_lat at 4 KiB, ib_read_lat at 8 B and 4 KiB, ib_atomic_lat
+(one-way = RTT/2 as perftest reports for Send/Write; Read and atomics are round trips; a run
+that prints inf, perftest's clock check on a loaded host, is run again), and ib_write_bw,
+ib_send_bw, ib_read_bw at 64 KiB and 1 MiB, with the read-proxy requests per Read that
+node 1 served. Writes build/bench/verbs.csv (test,size,median_us,mb_per_s,min_us).
 
 Goals (issue 11), reported, not asserted: Send/Recv 8 B latency <= 1.25 x PIO put 8 B
 latency (paper 000: 3.5 / 2.0 us = 1.75); RDMA Write bandwidth at 1 MiB >= 90 % of DMA
@@ -21,6 +27,7 @@ import csv
 import io
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -39,11 +46,43 @@ def perftest(c, prog, args, port, timeout=1800):
 
 
 def lat_row(out, size):
-    """perftest latency row: t_typical (median) in us."""
-    m = re.search(r"^\s*%d\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)" % size, out, re.M)
+    """perftest latency row: (t_min, t_typical = the median) in us; None when perftest
+    printed inf (its clock check failed: the guest's TSC rate looked unsteady, which a
+    loaded host causes)."""
+    m = re.search(r"^\s*%d\s+\d+\s+(\S+)\s+(\S+)\s+(\S+)" % size, out, re.M)
     if not m:
         raise RuntimeError("no result row for %d B:\n%s" % (size, out))
-    return float(m.group(3))
+    if "inf" in (m.group(1), m.group(3)):
+        return None
+    return float(m.group(1)), float(m.group(3))
+
+
+def perftest_lat(c, prog, size, n, port, tries=3):
+    """A perftest latency run at one size: (min, median) in us, run again (up to `tries`
+    times) when perftest's clock check makes it print inf."""
+    args = "-n %d" % n + ("" if prog == "ib_atomic_lat" else " -s %d" % size)
+    for _ in range(tries):
+        row = lat_row(perftest(c, prog, args, port), size)
+        if row:
+            return row
+        print("bench-verbs: %s %s printed inf (perftest's clock check); again" % (prog, args))
+    raise RuntimeError("%s %s printed inf %d times" % (prog, args, tries))
+
+
+def pio_pingpong(c, n):
+    """libtca's PIO ping-pong at 8 B (payload put, then a flag put; one-way = RTT / 2):
+    (min, median) in us, from node 0's CSV."""
+    (rc0, out0), (rc1, out1) = c.run_all(
+        lambda i: "tca_bench pingpong --peer %d --sizes 8 --iters %d" % (1 - i, n)
+        + (" --csv /tmp/verbs-pio.csv" if i == 0 else ""), timeout=600)
+    if rc0 or rc1:
+        raise RuntimeError("tca_bench pingpong failed:\n%s\n%s" % (out0, out1))
+    rc, text = c.run(0, "cat /tmp/verbs-pio.csv")
+    row = next((r for r in csv.DictReader(io.StringIO(text)) if int(r["size"]) == 8), None) \
+        if rc == 0 else None
+    if not row:
+        raise RuntimeError("tca_bench pingpong wrote no 8-byte row:\n%s" % out0)
+    return float(row["min_us"]), float(row["median_us"])
 
 
 def bw_row(out, size):
@@ -52,6 +91,13 @@ def bw_row(out, size):
     if not m:
         raise RuntimeError("no result row for %d B:\n%s" % (size, out))
     return float(m.group(2)) * 1048576 / 1e6
+
+
+def rp_counters(c, node):
+    """The read-proxy counters of a node's driver (sysfs rproxy: "name value" lines)."""
+    rc, text = c.run(node, "cat /sys/class/peach2/peach2-0/rproxy")
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines() if len(ln.split()) == 2)} \
+        if rc == 0 else {}
 
 
 def raw_anchors(c, quick):
@@ -75,19 +121,28 @@ def raw_anchors(c, quick):
     def mbs(test, size):
         return float(rows[(test, size)]["mb_per_s"])
 
-    return {"put_pio_8": med("put_pio", 8), "dma_put_1m": mbs("dma_put_stream", 1048576),
+    return {"dma_put_1m": mbs("dma_put_stream", 1048576),
             "get_8": med("get", 8), "get_stream_1m": mbs("get_stream", 1048576)}, out0
+
+
+def median(xs):
+    return statistics.median(xs)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="rounds of the interleaved 8-byte latency runs (default 5, quick 2)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
     csv_host = args.csv or bench_csv("verbs.csv")
     lat_n = 200 if args.quick else 2000
     bw_n = 50 if args.quick else 500
-    rows = []  # (test, size, median_us or None, MB/s or None)
+    rounds = args.rounds or (2 if args.quick else 5)
+    rows = []  # (test, size, min_us or None, median_us or None, MB/s or None)
+    paired = {}  # test -> [(min, median)] per round, for the interleaved 8-byte runs
+    rp_notes = []  # read-proxy requests per Read, from the target's counters
     ok = True
     t0 = time.monotonic()
     try:
@@ -96,57 +151,80 @@ def main():
             raw, raw_out = raw_anchors(c, args.quick)
             print(raw_out.rstrip())
             port = 18600
-            for prog in ("ib_send_lat", "ib_write_lat", "ib_read_lat"):
-                for size in (8, 4096):
+            # The latency goal compares two figures that swing 2-3x between runs in TCG
+            # guests: measured in turns, so that both see the same machine.
+            for r in range(rounds):
+                paired.setdefault("raw put_pio", []).append(pio_pingpong(c, lat_n))
+                for prog in ("ib_write_lat", "ib_send_lat"):
                     port += 1
-                    out = perftest(c, prog, "-n %d -s %d" % (lat_n, size), port)
-                    rows.append((prog, size, lat_row(out, size), None))
-            port += 1
-            out = perftest(c, "ib_atomic_lat", "-n %d" % lat_n, port)
-            rows.append(("ib_atomic_lat", 8, lat_row(out, 8), None))
+                    paired.setdefault(prog, []).append(perftest_lat(c, prog, 8, lat_n, port))
+                print("round %d: PIO put / ib_write_lat / ib_send_lat 8 B median %s us"
+                      % (r + 1, " / ".join("%.1f" % paired[t][-1][1]
+                                           for t in ("raw put_pio", "ib_write_lat",
+                                                     "ib_send_lat"))), flush=True)
+            for prog, size in (("ib_send_lat", 4096), ("ib_write_lat", 4096), ("ib_read_lat", 8),
+                               ("ib_read_lat", 4096), ("ib_atomic_lat", 8)):
+                port += 1
+                rows.append((prog, size) + perftest_lat(c, prog, size, lat_n, port) + (None,))
             for prog in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
                 for size in (65536, 1048576):
                     port += 1
+                    before = rp_counters(c, 1)
                     out = perftest(c, prog, "-n %d -s %d" % (bw_n, size), port)
-                    rows.append((prog, size, None, bw_row(out, size)))
+                    rows.append((prog, size, None, None, bw_row(out, size)))
+                    if prog == "ib_read_bw":
+                        after = rp_counters(c, 1)
+                        delta = {k: after[k] - before.get(k, 0) for k in after}
+                        rp_notes.append("ib_read_bw %d B: node 1 served %d read-proxy requests "
+                                        "for %d Reads (%.1f per Read); its card refused %d "
+                                        "(ring full)" % (size, delta.get("served_read", 0), bw_n,
+                                                         delta.get("served_read", 0) / bw_n,
+                                                         delta.get("card_rx_refused", 0)))
             counters = c.run(1, "cat /sys/class/peach2/peach2-0/verbs")[1]
             ok &= kernels_clean(c, range(2))
     except (ClusterError, RuntimeError, KeyError) as e:
         print("bench-verbs: %s" % e, file=sys.stderr)
         return 1
 
+    # The interleaved runs: the median of the rounds' medians, the least minimum.
+    lat8 = {t: (min(m for m, _ in v), median([d for _, d in v])) for t, v in paired.items()}
+    table = [("raw put_pio", 8) + lat8["raw put_pio"] + (None,),
+             ("raw get", 8, None, raw["get_8"], None),
+             ("raw dma_put", 1048576, None, None, raw["dma_put_1m"]),
+             ("raw get_stream", 1048576, None, None, raw["get_stream_1m"]),
+             ("ib_send_lat", 8) + lat8["ib_send_lat"] + (None,),
+             ("ib_write_lat", 8) + lat8["ib_write_lat"] + (None,)] + rows
     print("\n=== TCA Verbs (perftest) beside raw libtca, same run ===")
-    print("%-16s %9s %12s %12s" % ("test", "size", "median us", "MB/s"))
-    for name, value, unit in (("raw put_pio", raw["put_pio_8"], "us"),
-                              ("raw get", raw["get_8"], "us")):
-        print("%-16s %9d %12.1f %12s" % (name, 8, value, ""))
-    print("%-16s %9d %12s %12.0f" % ("raw dma_put", 1048576, "", raw["dma_put_1m"]))
-    print("%-16s %9d %12s %12.0f" % ("raw get_stream", 1048576, "", raw["get_stream_1m"]))
-    for test, size, us, mbs in rows:
-        print("%-16s %9d %12s %12s" % (test, size, "%.1f" % us if us is not None else "",
-                                          "%.0f" % mbs if mbs is not None else ""))
-    get = {(t, s): (u, m) for t, s, u, m in rows}
-    send8 = get[("ib_send_lat", 8)][0]
-    write_bw = get[("ib_write_bw", 1048576)][1]
-    read_bw = get[("ib_read_bw", 1048576)][1]
-    print("\nverbs: send 8 B / PIO put 8 B latency: %.1f / %.1f us = %.2f (goal <= 1.25; paper 000: 1.75)"
-          % (send8, raw["put_pio_8"], send8 / raw["put_pio_8"]))
+    print("(8-byte PIO put, ib_send_lat and ib_write_lat: %d interleaved rounds; median of the "
+          "rounds' medians, least minimum)" % rounds)
+    print("%-16s %9s %10s %12s %12s" % ("test", "size", "min us", "median us", "MB/s"))
+
+    def cell(v, fmt):
+        return fmt % v if v is not None else ""
+
+    for test, size, lo, us, mbs in table:
+        print("%-16s %9d %10s %12s %12s" % (test, size, cell(lo, "%.1f"), cell(us, "%.1f"),
+                                            cell(mbs, "%.0f")))
+    bw = {(t, s): m for t, s, _, _, m in rows}
+    write_bw, read_bw = bw[("ib_write_bw", 1048576)], bw[("ib_read_bw", 1048576)]
+    ratios = [s[1] / p[1] for s, p in zip(paired["ib_send_lat"], paired["raw put_pio"])]
+    print("\nverbs: send 8 B / PIO put 8 B latency, per round: %s; median %.2f (goal <= 1.25; "
+          "paper 000: 1.75); minima %.1f / %.1f us = %.2f"
+          % (" ".join("%.2f" % x for x in ratios), median(ratios), lat8["ib_send_lat"][0],
+             lat8["raw put_pio"][0], lat8["ib_send_lat"][0] / lat8["raw put_pio"][0]))
     print("verbs: RDMA Write / DMA put bandwidth at 1 MiB: %.0f / %.0f MB/s = %.2f (goal >= 0.90)"
           % (write_bw, raw["dma_put_1m"], write_bw / raw["dma_put_1m"]))
     print("verbs: RDMA Read / DMA put bandwidth at 1 MiB: %.0f / %.0f MB/s = %.2f (goal >= 0.80)"
           % (read_bw, raw["dma_put_1m"], read_bw / raw["dma_put_1m"]))
+    print("\n" + "\n".join(rp_notes))
     print("\nnode1 counters:\n" + counters.rstrip())
 
     os.makedirs(os.path.dirname(csv_host), exist_ok=True)
     with open(csv_host, "w", encoding="utf-8") as f:
-        f.write("test,size,median_us,mb_per_s\n")
-        f.write("raw_put_pio,8,%.3f,\n" % raw["put_pio_8"])
-        f.write("raw_get,8,%.3f,\n" % raw["get_8"])
-        f.write("raw_dma_put_stream,1048576,,%.1f\n" % raw["dma_put_1m"])
-        f.write("raw_get_stream,1048576,,%.1f\n" % raw["get_stream_1m"])
-        for test, size, us, mbs in rows:
-            f.write("%s,%d,%s,%s\n" % (test, size, "%.3f" % us if us is not None else "",
-                                       "%.1f" % mbs if mbs is not None else ""))
+        f.write("test,size,median_us,mb_per_s,min_us\n")
+        for test, size, lo, us, mbs in table:
+            f.write("%s,%d,%s,%s,%s\n" % (test.replace(" ", "_"), size, cell(us, "%.3f"),
+                                          cell(mbs, "%.1f"), cell(lo, "%.3f")))
     print("\nCSV written to %s" % csv_host)
     print("\nbench-verbs: %s" % ("PASS" if ok else "FAIL"))
     return 0 if ok else 1

@@ -71,6 +71,7 @@ Tunables Tunables::from_env() {
     t.ud_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_UD_SLOTS", t.ud_slots, 2, 4096));
     t.pio_max = env_u64("PEACH2_VERBS_PIO_MAX", t.pio_max, 0, 1 << 20);
     t.ack_timeout_min_ms = env_u64("PEACH2_VERBS_ACK_TIMEOUT_MS", t.ack_timeout_min_ms, 1, 600000);
+    t.rp_window = env_u64("PEACH2_VERBS_RP_WINDOW", t.rp_window, 1, 4096);
     const char* ll = std::getenv("PEACH2_VERBS_LL");
     t.ll_dma = ll && !std::strcmp(ll, "dma");
     return t;

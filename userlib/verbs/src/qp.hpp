@@ -140,6 +140,7 @@ private:
     Start start(SendOp& op, std::uint64_t now);
     Start start_send(SendOp& op);
     Start start_write(SendOp& op);
+    Start rd_start_ready(SendOp& op);
     Start start_read(SendOp& op);
     Start start_atomic(SendOp& op);
     Start start_ud(SendOp& op);

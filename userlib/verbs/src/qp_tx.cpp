@@ -690,17 +690,43 @@ Qp::Start Qp::start_write(SendOp& op) {
     return Start::Done;
 }
 
-Qp::Start Qp::start_read(SendOp& op) {
-    if (op.total == 0)
-        return Start::Done;
+// What a Read and an atomic both wait for before they start: one of
+// max_rd_atomic, room in the target's read-proxy ring (below), and this QP's
+// DMA runs ended (they must see its earlier Writes); then their local memory
+// must be writable. Done: go on.
+//
+// The target's card queues requests in a ring its driver serves one at a
+// time (256 entries by default, shared by every requester); what does not
+// fit is answered RP_FULL and resubmitted after a growing backoff, while
+// the ring drains and stands idle. A Read into malloc'ed memory is one
+// request per physically contiguous run of it (two dozen per MiB in a
+// guest that has run a while), so max_rd_atomic Reads could be hundreds of
+// requests: a further Read waits while this QP has rp_window requests out.
+Qp::Start Qp::rd_start_ready(SendOp& op) {
     if (rd_inflight_ >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
         return Start::Blocked;
+    if (rd_inflight_ > 0) {
+        std::uint64_t pieces = 0;
+        for (const SendOp& o : sq_)
+            for (const tcaRequest& r : o.rp)
+                pieces += r.id ? r.pieces : 0;
+        if (pieces >= eng_.tune().rp_window)
+            return Start::Blocked;
+    }
     if (!dma_idle())
-        return Start::Blocked;  // a Read must see this QP's earlier Writes
+        return Start::Blocked;
     if (!sge_ok(op, IBV_ACCESS_LOCAL_WRITE)) {
         op.status = IBV_WC_LOC_PROT_ERR;
         return Start::Failed;
     }
+    return Start::Done;
+}
+
+Qp::Start Qp::start_read(SendOp& op) {
+    if (op.total == 0)
+        return Start::Done;
+    if (const Start r = rd_start_ready(op); r != Start::Done)
+        return r;
     RemoteRange* mr = nullptr;
     std::uint64_t off = 0;
     const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_READ, &mr, &off);
@@ -759,14 +785,8 @@ Qp::Start Qp::start_read(SendOp& op) {
 }
 
 Qp::Start Qp::start_atomic(SendOp& op) {
-    if (rd_inflight_ >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
-        return Start::Blocked;
-    if (!dma_idle())
-        return Start::Blocked;
-    if (!sge_ok(op, IBV_ACCESS_LOCAL_WRITE)) {
-        op.status = IBV_WC_LOC_PROT_ERR;
-        return Start::Failed;
-    }
+    if (const Start r = rd_start_ready(op); r != Start::Done)
+        return r;
     if (op.remote_addr % 8) {
         op.status = IBV_WC_REM_INV_REQ_ERR;
         return Start::Failed;

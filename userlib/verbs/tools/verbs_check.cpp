@@ -309,6 +309,17 @@ void post(ibv_qp* qp, ibv_send_wr& wr) {
         fail("ibv_post_send: %s", std::strerror(rc));
 }
 
+// One receive WR of one SGE.
+void post_recv(ibv_qp* qp, std::uint64_t wr_id, ibv_sge sge) {
+    ibv_recv_wr r{};
+    r.wr_id = wr_id;
+    r.sg_list = &sge;
+    r.num_sge = 1;
+    ibv_recv_wr* bad;
+    if (ibv_post_recv(qp, &r, &bad))
+        fail("ibv_post_recv");
+}
+
 // ---- access ---------------------------------------------------------------------------------
 
 struct AccessInfo {
@@ -596,15 +607,8 @@ void flush_test(const char* server, int port) {
     }
     // 8 receives; 4 Sends the peer never receives (it posts nothing: RNR
     // for ever with rnr_retry 7). Then ERR: all 12 flush, in posting order.
-    for (int i = 0; i < 8; ++i) {
-        ibv_recv_wr r{};
-        r.wr_id = 1000 + static_cast<std::uint64_t>(i);
-        r.sg_list = &sge;
-        r.num_sge = 1;
-        ibv_recv_wr* bad;
-        if (ibv_post_recv(q.qp, &r, &bad))
-            fail("ibv_post_recv");
-    }
+    for (int i = 0; i < 8; ++i)
+        post_recv(q.qp, 1000 + static_cast<std::uint64_t>(i), sge);
     for (int i = 0; i < 4; ++i) {
         ibv_send_wr w{};
         w.wr_id = static_cast<std::uint64_t>(i);
@@ -775,19 +779,13 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
     q.connect(peer, 7, 1);
     const double t0 = now_s();
     if (!server) {  // the server receives and checks
-        auto post_recv = [&](std::uint64_t slot) {
-            ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kMaxMsg), kMaxMsg,
-                        mr->lkey};
-            ibv_recv_wr r{};
-            r.wr_id = slot;
-            r.sg_list = &sge;
-            r.num_sge = 1;
-            ibv_recv_wr* bad;
-            if (ibv_post_recv(q.qp, &r, &bad))
-                fail("ibv_post_recv");
+        auto repost = [&](std::uint64_t slot) {
+            post_recv(
+                q.qp, slot,
+                {reinterpret_cast<std::uintptr_t>(buf.data() + slot * kMaxMsg), kMaxMsg, mr->lkey});
         };
         for (int s = 0; s < kWindow; ++s)
-            post_recv(static_cast<std::uint64_t>(s));
+            repost(static_cast<std::uint64_t>(s));
         link.sync(1);
         std::vector<unsigned char> want(kMaxMsg);
         std::uint64_t bytes = 0, writes = 0;
@@ -814,7 +812,7 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
             if (fnv(got, n) != fnv(want.data(), n))
                 fail("message %" PRIu64 " (%zu bytes): checksum mismatch", i, n);
             bytes += n;
-            post_recv(slot);
+            repost(slot);
         }
         link.sync(2);
         pass("%" PRIu64 " messages (%" PRIu64 " Writes with Immediate), %" PRIu64
@@ -881,18 +879,9 @@ void peer_test(const char* server, int port, std::uint64_t count) {
         return ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data() + slot * kSlot), len, mr->lkey};
     };
     if (!server) {  // the server: receives until it dies
-        auto post_recv = [&](std::uint64_t slot) {
-            ibv_sge sge = sge_of(slot, kSlot);
-            ibv_recv_wr r{};
-            r.wr_id = slot;
-            r.sg_list = &sge;
-            r.num_sge = 1;
-            ibv_recv_wr* bad;
-            if (ibv_post_recv(q.qp, &r, &bad))
-                fail("ibv_post_recv");
-        };
         for (int s = 0; s < kPeerWindow; ++s)
-            post_recv(static_cast<std::uint64_t>(s));
+            post_recv(q.qp, static_cast<std::uint64_t>(s),
+                      sge_of(static_cast<std::uint64_t>(s), kSlot));
         link.sync(1);
         for (std::uint64_t i = 0; i < count; ++i) {
             const ibv_wc wc = wait_wc(d.cq, 1, 120)[0];
@@ -902,7 +891,7 @@ void peer_test(const char* server, int port, std::uint64_t count) {
                 std::printf("tca_verbs_check peer: RECEIVING (%" PRIu64 " messages so far)\n", i);
                 std::fflush(stdout);
             }
-            post_recv(wc.wr_id);
+            post_recv(q.qp, wc.wr_id, sge_of(wc.wr_id, kSlot));
         }
         std::printf("tca_verbs_check peer: server received %" PRIu64
                     " messages, exits now without a word\n",
