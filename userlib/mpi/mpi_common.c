@@ -124,8 +124,9 @@ size_t mpit_parse_size(const char *text, const char *option)
 		goto bad;
 	return (size_t)v << shift;
 bad:
-	fprintf(stderr, "%s: '%s' is not a size (e.g. 4096, 64k, 4M)\n", option, text);
-	exit(2);
+	/* not exit(): the job must end through MPI (a rank leaving after MPI_Init
+	 * without MPI_Finalize or MPI_Abort leaves the others waiting) */
+	mpit_fail("%s: '%s' is not a size (e.g. 4096, 64k, 4M, 1G)", option, text);
 }
 
 const char *mpit_size_text(size_t bytes, char *buf, size_t len)

@@ -56,7 +56,7 @@ size_t mpit_first_mismatch(const void *buf, size_t n, uint64_t seed);
 /* mpit_fail with what, the offset and the bytes found and expected, unless buf matches. */
 void mpit_expect_pattern(const void *buf, size_t n, uint64_t seed, const char *what);
 
-/* "4096", "64k", "4M", "1G" (powers of 1024); exits with a message on anything else. */
+/* "4096", "64k", "4M", "1G" (powers of 1024); anything else aborts the job (mpit_fail). */
 size_t mpit_parse_size(const char *text, const char *option);
 /* "1 B", "64 KiB", "4 MiB" (exact multiples only; else plain bytes). */
 const char *mpit_size_text(size_t bytes, char *buf, size_t len);

@@ -54,6 +54,7 @@ static void usage(const char *prog)
 		"  -n       check only, no timing\n"
 		"  -b       also time a stream of WINDOW non-blocking sends per size (default 16)\n",
 		prog);
+	MPI_Abort(MPI_COMM_WORLD, 2); /* not exit(): see mpit_parse_size */
 	exit(2);
 }
 
