@@ -392,3 +392,23 @@ def test_wait_for_survives_trimming_a_large_buffer():
     assert int(m.group(1)) == 42
     assert before.endswith(b"tail")
     assert nd.pos == 0 and nd.buf == bytearray()
+
+
+def test_cli_mpi_runs_once_on_node0_with_that_mpis_launcher(tmp_path):
+    """--mpi: the command runs on node 0 only, `mpirun` is the chosen MPI's launcher."""
+    k, i = tmp_path / "k", tmp_path / "i"
+    k.write_text("k")
+    i.write_text("i")
+    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+               XDG_RUNTIME_DIR=str(tmp_path))
+    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    for mpi, launcher in (("mpich", "/usr/bin/mpiexec.mpich"), ("openmpi", "/usr/bin/mpirun.openmpi")):
+        r = subprocess.run([sys.executable, script, "--nodes", "2", "--mpi", mpi, "--",
+                            'echo $MPI; readlink "${PATH%%:*}/mpirun" "${PATH%%:*}/mpiexec"'],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == ["[node0] " + mpi, "[node0] " + launcher,
+                                         "[node0] " + launcher], r.stdout
+    with pytest.raises(ValueError):
+        cm.mpi_command("mvapich", "true")
