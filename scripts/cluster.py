@@ -1043,7 +1043,9 @@ def mpi_command(mpi, cmd):
     if mpi not in MPIS:
         raise ValueError("--mpi must be one of %s, not %r" % (", ".join(MPIS), mpi))
     d = "/tmp/peach2-mpi/" + mpi
-    return ("mkdir -p {d} && ln -sf {l} {d}/mpirun && ln -sf {l} {d}/mpiexec && "
+    # Scripts, not symlinks: Hydra finds hydra_pmi_proxy beside the path it was run as.
+    return ("mkdir -p {d} && for f in mpirun mpiexec; do "
+            "printf '#!/bin/sh\\nexec {l} \"$@\"\\n' > {d}/$f && chmod +x {d}/$f; done && "
             "export MPI={m} PATH={d}:$PATH && {c}").format(d=d, l=MPIS[mpi], m=mpi, c=cmd)
 
 
