@@ -27,8 +27,10 @@ from cluster import Cluster, ClusterError  # noqa: E402
 
 LAUNCH = {"openmpi": "mpirun -np 2 %s mpi_pingpong.openmpi",
           "mpich": "mpiexec.mpich -n 2 %s mpi_pingpong.mpich"}
-# The management network through the same UCX (only the transport differs).
-TCP_ENV = {"openmpi": "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0",
+# The management network through the same UCX (only the transport differs). Open MPI's
+# pml ucx takes only RDMA devices unless told otherwise (pml_ucx_tls, pml_ucx_devices).
+TCP_ENV = {"openmpi": "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 "
+                      "--mca pml_ucx_tls any --mca pml_ucx_devices any",
            "mpich": "-genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0"}
 
 
