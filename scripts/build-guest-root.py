@@ -289,11 +289,19 @@ def configure_root(root, files):
     # Open MPI launches remote daemons through the project's remote-exec agent (there is
     # no sshd); MPICH gets the same from /etc/peach2/environment (Hydra has no config
     # file), which comes with the project layer (scripts/guest/environment).
+    # Messages and one-sided operations go through UCX, which /etc/ucx/ucx.conf
+    # (scripts/guest/ucx.conf) keeps on the cards: no tcp BTL to fall back to, and no
+    # openib BTL (it would open the card a second time, beside UCX). Ranks go to every
+    # node in turn (/etc/peach2/hostfile, written by the guest's init at boot).
     conf = "/etc/openmpi/openmpi-mca-params.conf"
     if os.path.exists(root + conf):
         append(root, conf, "\n# PEACH2 guests (scripts/build-guest-root.py): no sshd; "
                "remote daemons start through the management network's agent.\n"
-               "plm_rsh_agent = %s\n" % REMOTE_EXEC)
+               "plm_rsh_agent = %s\n"
+               "# MPI traffic over the PEACH2 cards (UCX over TCA Verbs, "
+               "/etc/ucx/ucx.conf), never TCP\n"
+               "pml = ucx\nosc = ucx\nbtl = self,vader\n"
+               "orte_default_hostfile = /etc/peach2/hostfile\n" % REMOTE_EXEC)
     run(["ldconfig", "-r", root])
 
 

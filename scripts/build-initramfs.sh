@@ -25,6 +25,7 @@
 #   /etc/peach2/environment              scripts/guest/environment
 #   /etc/profile.d/peach2.sh             scripts/guest/profile.sh
 #   /etc/mdev.conf                       scripts/guest/mdev.conf (the card's node: group tca)
+#   /etc/ucx/ucx.conf                    scripts/guest/ucx.conf (UCX over the cards, no tcp)
 # plus any shared library a layer program needs that the Debian root lacks (copied from
 # the build host, with a note). New kinds of files: add them in stage_layer below.
 #
@@ -89,6 +90,7 @@ stage_layer() {
   install -m 0644 "$GUEST_SRC/environment" "$L/etc/peach2/environment"
   install -m 0644 "$GUEST_SRC/profile.sh" "$L/etc/profile.d/peach2.sh"
   install -m 0644 "$GUEST_SRC/mdev.conf" "$L/etc/mdev.conf"
+  install -D -m 0644 "$GUEST_SRC/ucx.conf" "$L/etc/ucx/ucx.conf"
   # The remote-exec agent: setuid root (the server trusts privileged source ports only).
   cc -O2 -Wall -Wextra -Werror -o "$OUTDIR/peach2-rsh" "$GUEST_SRC/peach2-rsh.c" \
     || die "cannot build scripts/guest/peach2-rsh.c"
@@ -194,6 +196,9 @@ declare -A seen=()
 missing=()
 while IFS= read -r -d '' f; do
   is_elf "$f" || continue
+  # The MPI programs (userlib/mpi: <name>.openmpi, <name>.mpich) run in the Debian guest
+  # only, on its MPI runtime; the busybox guest gets none of their ~40 MiB of libraries.
+  case $f in *.openmpi | *.mpich) continue ;; esac
   # ldd on a static binary or a module prints "not a dynamic executable" and fails.
   out=$(LD_LIBRARY_PATH="$UL/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$f" 2>/dev/null) || continue
   while read -r line; do

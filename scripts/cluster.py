@@ -1032,6 +1032,23 @@ class Cluster:
 # ---------------------------------------------------------------------------
 # Command line
 
+MPIS = {"openmpi": "/usr/bin/mpirun.openmpi", "mpich": "/usr/bin/mpiexec.mpich"}
+
+
+def mpi_command(mpi, cmd):
+    """cmd as `--mpi` runs it on node 0: `mpirun` and `mpiexec` mean the chosen MPI's
+    launcher (Debian's alternatives make them Open MPI's), and $MPI names it, so that
+    `prog.$MPI` picks the build of a userlib/mpi program for it. The guests' own set-up
+    places the ranks on every node in turn and keeps UCX on the cards (README, "MPI")."""
+    if mpi not in MPIS:
+        raise ValueError("--mpi must be one of %s, not %r" % (", ".join(MPIS), mpi))
+    d = "/tmp/peach2-mpi/" + mpi
+    # Scripts, not symlinks: Hydra finds hydra_pmi_proxy beside the path it was run as.
+    return ("mkdir -p {d} && for f in mpirun mpiexec; do "
+            "printf '#!/bin/sh\\nexec {l} \"$@\"\\n' > {d}/$f && chmod +x {d}/$f; done && "
+            "export MPI={m} PATH={d}:$PATH && {c}").format(d=d, l=MPIS[mpi], m=mpi, c=cmd)
+
+
 def _parse_props(items):
     props = {}
     for it in items or []:
@@ -1172,6 +1189,10 @@ def main(argv=None):
                          "peach2-status.png in the current directory); implies --status")
     ap.add_argument("--print-cmdline", action="store_true",
                     help="print each node's QEMU command line and exit")
+    ap.add_argument("--mpi", choices=sorted(MPIS), default=None,
+                    help="run the command once, on node 0, with mpirun/mpiexec meaning this "
+                         "MPI's launcher: ranks go to every node, their traffic over the cards "
+                         "(e.g. -- 'mpirun -np 4 mpi_halo.$MPI')")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- command to run on every node "
                     "({node} is replaced by the node id)")
     a = ap.parse_args(argv)
@@ -1202,6 +1223,10 @@ def main(argv=None):
         with c:
             if a.interactive:
                 rc = _interactive(c)
+            elif cmd and a.mpi:
+                r, out = c.run(0, mpi_command(a.mpi, cmd), timeout=a.timeout)
+                _print_result(0, r, out)
+                rc = 1 if r != 0 else 0
             elif cmd:
                 for i, (r, out) in enumerate(c.run_all(cmd, timeout=a.timeout)):
                     _print_result(i, r, out)

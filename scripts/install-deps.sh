@@ -21,6 +21,9 @@ PKGS=(
   libpci-dev nlohmann-json3-dev
   # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs
   libibverbs-dev ibverbs-utils perftest
+  # MPI test programs (userlib/mpi): built on the host against both of Debian's MPIs,
+  # run in the guests with the same packages' runtime libraries
+  libopenmpi-dev libmpich-dev
   # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
   python3-matplotlib
   # static checkers for driver/

@@ -302,14 +302,22 @@ def test_kernel_problem_detection(fake, monkeypatch):
         assert c.kernel_problems(0) == ["BUG: kernel NULL pointer dereference"]
 
 
-def test_cli_runs_command(tmp_path):
-    k = tmp_path / "k"
-    i = tmp_path / "i"
+CLUSTER_PY = os.path.join(cm.REPO, "scripts", "cluster.py")
+
+
+def cli_env(tmp_path, runtime_dir=None):
+    """Environment for running scripts/cluster.py against the fake QEMU (dummy kernel and
+    initrd in tmp_path; run directories under runtime_dir, default tmp_path)."""
+    k, i = tmp_path / "k", tmp_path / "i"
     k.write_text("k")
     i.write_text("i")
-    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
-               XDG_RUNTIME_DIR=str(tmp_path))
-    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    return dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
+                XDG_RUNTIME_DIR=str(runtime_dir or tmp_path))
+
+
+def test_cli_runs_command(tmp_path):
+    env = cli_env(tmp_path)
+    script = CLUSTER_PY
     r = subprocess.run([sys.executable, script, "--nodes", "3", "--", "echo", "hi", "{node}"],
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=60)
@@ -324,12 +332,8 @@ def test_cli_runs_command(tmp_path):
 
 
 def test_cli_trace_creates_the_directory_and_names_the_model(tmp_path):
-    k, i = tmp_path / "k", tmp_path / "i"
-    k.write_text("k")
-    i.write_text("i")
-    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
-               XDG_RUNTIME_DIR=str(tmp_path))
-    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    env = cli_env(tmp_path)
+    script = CLUSTER_PY
     traces = tmp_path / "traces" / "run1"
     r = subprocess.run([sys.executable, script, "--nodes", "2", "--guest", "busybox",
                         "--trace", str(traces), "--", "true"],
@@ -344,15 +348,10 @@ def test_cli_trace_creates_the_directory_and_names_the_model(tmp_path):
 def test_cli_signal_cleans_up(tmp_path, sig):
     import signal
     import time
-    k = tmp_path / "k"
-    i = tmp_path / "i"
-    k.write_text("k")
-    i.write_text("i")
     runs = tmp_path / "runs"
     runs.mkdir()
-    env = dict(os.environ, PEACH2_QEMU=FAKE_QEMU, PEACH2_KERNEL=str(k), PEACH2_INITRD=str(i),
-               XDG_RUNTIME_DIR=str(runs))
-    script = os.path.join(cm.REPO, "scripts", "cluster.py")
+    env = cli_env(tmp_path, runs)
+    script = CLUSTER_PY
     # The launcher must see the signal's default disposition even when this test runs
     # under a shell that ignores SIGINT (a background job): Python then installs no
     # KeyboardInterrupt handler.
@@ -392,3 +391,19 @@ def test_wait_for_survives_trimming_a_large_buffer():
     assert int(m.group(1)) == 42
     assert before.endswith(b"tail")
     assert nd.pos == 0 and nd.buf == bytearray()
+
+
+def test_cli_mpi_runs_once_on_node0_with_that_mpis_launcher(tmp_path):
+    """--mpi: the command runs on node 0 only, `mpirun` is the chosen MPI's launcher."""
+    env = cli_env(tmp_path)
+    for mpi, launcher in (("mpich", "/usr/bin/mpiexec.mpich"), ("openmpi", "/usr/bin/mpirun.openmpi")):
+        r = subprocess.run([sys.executable, CLUSTER_PY, "--nodes", "2", "--mpi", mpi, "--",
+                            'echo $MPI; cat "${PATH%%:*}/mpirun" "${PATH%%:*}/mpiexec"'],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        run = '[node0] exec %s "$@"' % launcher
+        assert r.stdout.splitlines() == ["[node0] " + mpi, "[node0] #!/bin/sh", run,
+                                         "[node0] #!/bin/sh", run], r.stdout
+    with pytest.raises(ValueError):
+        cm.mpi_command("mvapich", "true")

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Boot two nodes and time MPI ping-pong for Open MPI and MPICH over the cards (UCX over
+TCA Verbs) and over the management network (UCX over TCP), beside Debian's perftest
+(Verbs Send/Recv latency, RDMA Write bandwidth), all from one run; print the table and
+the goals of issue 12.
+
+    scripts/bench-mpi.py            # make bench
+    scripts/bench-mpi.py --quick    # fewer iterations and sizes, for a smoke run
+
+MPI figures come from userlib/mpi/mpi_pingpong (one rank per node): latency = half the
+round trip, 1 B .. 4 KiB; bandwidth = a stream of 16 non-blocking sends per window, up to
+4 MiB. Writes build/bench/mpi.csv (mpi,transport,size,lat_us,stream_mb_per_s).
+
+Goals (issue 12), reported, not asserted: MPI 8 B latency <= 1.3 x Verbs Send/Recv 8 B
+latency (paper 000: 3.6 / 3.5 us) and <= 0.25 x the same MPI over TCP; MPI bandwidth at
+4 MiB >= 80 % of RDMA Write bandwidth.
+"""
+import argparse
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import bench_csv, kernels_clean, tcp_pair  # noqa: E402
+from cluster import Cluster, ClusterError  # noqa: E402
+
+LAUNCH = {"openmpi": "mpirun -np 2 %s mpi_pingpong.openmpi",
+          "mpich": "mpiexec.mpich -n 2 %s mpi_pingpong.mpich"}
+# The management network through the same UCX (only the transport differs). Open MPI's
+# pml ucx takes only RDMA devices unless told otherwise (pml_ucx_tls, pml_ucx_devices).
+TCP_ENV = {"openmpi": "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 "
+                      "--mca pml_ucx_tls any --mca pml_ucx_devices any",
+           "mpich": "-genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0"}
+
+
+def pingpong(c, mpi, transport, args):
+    """{size: (lat_us, stream MB/s)} from one mpi_pingpong run."""
+    cmd = LAUNCH[mpi] % (TCP_ENV[mpi] if transport == "tcp" else "") + " " + args
+    rc, out = c.run(0, cmd + " 2>&1", timeout=3600)
+    if rc != 0 or "mpi_pingpong: OK" not in out:
+        raise RuntimeError("%s failed (rc %d):\n%s" % (cmd, rc, out))
+    rows = {}
+    for m in re.finditer(r"^\s*(\d+)\s+\d+\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s*$", out, re.M):
+        rows[int(m.group(1))] = (float(m.group(2)), float(m.group(3)))
+    return rows
+
+
+def perftest(c, prog, args, port, column):
+    rc_s, out_s, rc_c, out_c = tcp_pair(c, 1, 0, "%s %s" % (prog, args), port, 1800)
+    if rc_s or rc_c:
+        raise RuntimeError("%s %s failed:\n%s\n%s" % (prog, args, out_s, out_c))
+    size = int(re.search(r"-s (\d+)", args).group(1))
+    m = re.search(r"^\s*%d\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)" % size, out_c, re.M)
+    if not m:
+        raise RuntimeError("no result row in:\n" + out_c)
+    # latency: t_typical (column 3); bandwidth: BW average in 2^20 B/s (column 2)
+    return float(m.group(3)) if column == "lat" else float(m.group(2)) * 1048576 / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer iterations")
+    ap.add_argument("--csv", default=None, help="where to write the CSV")
+    a = ap.parse_args()
+    csv_host = a.csv or bench_csv("mpi.csv")
+    args = "-b -i %d -B %s" % ((20, "8M") if a.quick else (200, "16M"))
+    results = {}
+    t0 = time.monotonic()
+    try:
+        with Cluster(2) as c:
+            print("cluster: 2 nodes ready in %.1f s; load: %s"
+                  % (time.monotonic() - t0, open("/proc/loadavg").read().split()[:3]))
+            n = 200 if a.quick else 2000
+            send8 = perftest(c, "ib_send_lat", "-n %d -s 8" % n, 18700, "lat")
+            write4m = perftest(c, "ib_write_bw", "-n %d -s 4194304" % (n // 10), 18701, "bw")
+            for mpi in ("openmpi", "mpich"):
+                for transport in ("tca", "tcp"):
+                    print("%s over %s ..." % (mpi, transport), flush=True)
+                    results[mpi, transport] = pingpong(c, mpi, transport, args)
+            ok = kernels_clean(c, range(2))
+    except (ClusterError, RuntimeError) as e:
+        print("bench-mpi: %s" % e, file=sys.stderr)
+        return 1
+
+    sizes = sorted(results["openmpi", "tca"])
+    print("\n=== MPI ping-pong, one rank per node: latency us (half round trip) / stream MB/s ===")
+    cols = [(m, t) for m in ("openmpi", "mpich") for t in ("tca", "tcp")]
+    print("%9s " % "bytes" + " ".join("%21s" % ("%s/%s" % k) for k in cols))
+    for s in sizes:
+        print("%9d " % s + " ".join("%10.1f %10.1f" % results[k].get(s, (0, 0)) for k in cols))
+    print("\nverbs (perftest, same run): ib_send_lat 8 B %.1f us, ib_write_bw 4 MiB %.0f MB/s"
+          % (send8, write4m))
+    for mpi in ("openmpi", "mpich"):
+        lat = results[mpi, "tca"][8][0]
+        tcp = results[mpi, "tcp"][8][0]
+        bw = results[mpi, "tca"][max(sizes)][1]
+        print("%s: 8 B latency / Verbs send: %.1f / %.1f us = %.2f (goal <= 1.3); "
+              "/ over TCP: %.1f us = %.2f (goal <= 0.25); 4 MiB stream / RDMA Write: "
+              "%.0f / %.0f MB/s = %.2f (goal >= 0.80)"
+              % (mpi, lat, send8, lat / send8, tcp, lat / tcp, bw, write4m, bw / write4m))
+    os.makedirs(os.path.dirname(csv_host), exist_ok=True)
+    with open(csv_host, "w", encoding="utf-8") as f:
+        f.write("mpi,transport,size,lat_us,stream_mb_per_s\n")
+        f.write("verbs,ib_send_lat,8,%.3f,\nverbs,ib_write_bw,4194304,,%.1f\n" % (send8, write4m))
+        for (mpi, transport), rows in sorted(results.items()):
+            for s, (lat, bw) in sorted(rows.items()):
+                f.write("%s,%s,%d,%.3f,%.1f\n" % (mpi, transport, s, lat, bw))
+    print("\nCSV written to %s\nbench-mpi: %s" % (csv_host, "PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

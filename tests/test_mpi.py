@@ -1,0 +1,195 @@
+"""MPI over the PEACH2 cards (issue 12): Debian's unmodified Open MPI (pml ucx) and MPICH
+(ch4:ucx) run the project's MPI programs (userlib/mpi/) across VMs, UCX speaking TCA Verbs
+(rc_verbs, ud_verbs) through the project's libibverbs.so.1.
+
+Where the bytes go is checked, not assumed: the cards' link counters (sysfs `counters`)
+grow by at least the bytes the ranks sent, the management network (eth0) carries only
+launch and bootstrap traffic, and UCX is configured without tcp (/etc/ucx/ucx.conf), so a
+job the cards cannot carry fails instead of passing over TCP.
+
+The guests' MPI set-up under test (scripts/guest/ucx.conf, scripts/build-guest-root.py,
+scripts/guest/environment): `mpirun -np N prog` and `mpiexec.mpich -n N prog` place ranks
+on node0, node1, ... in turn with no host list.
+"""
+
+import re
+import time
+
+import pytest
+
+from peach2_testlib import check, wait_until
+
+pytestmark = pytest.mark.vm
+
+MPIS = ("openmpi", "mpich")
+# The management network may carry launch, wire-up addresses and output; MPI payload of
+# this size or more would mean a TCP lane.
+MGMT_SLACK = 512 << 10
+
+
+def launch(mpi, n, prog):
+    """The command line that starts n ranks of prog (a userlib/mpi program) with one MPI."""
+    if mpi == "openmpi":
+        return "mpirun -np %d %s" % (n, prog.replace("%", "openmpi"))
+    return "mpiexec.mpich -n %d %s" % (n, prog.replace("%", "mpich"))
+
+
+def card_bytes(c, node):
+    """(tx, rx) payload bytes of all ports of a node's card (sysfs counters)."""
+    out = check(c, node, "cat /sys/class/peach2/peach2-0/counters")
+    tx = sum(int(v) for v in re.findall(r"tx_bytes=(\d+)", out))
+    rx = sum(int(v) for v in re.findall(r"rx_bytes=(\d+)", out))
+    return tx, rx
+
+
+def mgmt_bytes(c, node):
+    """Bytes node sent on the management network (eth0)."""
+    return int(check(c, node, "cat /sys/class/net/eth0/statistics/tx_bytes"))
+
+
+def run_counted(c, mpi, n, prog, timeout=600):
+    """Run an MPI job from node 0; return (output, card tx deltas, eth0 tx deltas) per node."""
+    nodes = range(c.n)
+    cards0 = [card_bytes(c, i)[0] for i in nodes]
+    mgmt0 = [mgmt_bytes(c, i) for i in nodes]
+    t0 = time.monotonic()
+    out = check(c, 0, launch(mpi, n, prog) + " 2>&1", timeout=timeout)
+    took = time.monotonic() - t0
+    cards = [card_bytes(c, i)[0] - cards0[i] for i in nodes]
+    mgmt = [mgmt_bytes(c, i) - mgmt0[i] for i in nodes]
+    print("\n%s, %.1f s: card tx bytes per node %s, eth0 tx bytes %s\n%s"
+          % (launch(mpi, n, prog), took, cards, mgmt, out))
+    return out, cards, mgmt
+
+
+def ok_line(out, prog):
+    m = re.search(r"^%s: OK.*$" % prog, out, re.M)
+    assert m, "no '%s: OK' line:\n%s" % (prog, out)
+    return m.group(0)
+
+
+def test_ucx_is_pinned_to_the_cards(cluster2):
+    """UCX's configuration in the guest: TCA Verbs between nodes, shared memory within,
+    no tcp; and UCX finds both Verbs transports on the card."""
+    c = cluster2
+    cfg = check(c, 0, "ucx_info -c")
+    tls = re.search(r"^UCX_TLS=(.*)$", cfg, re.M)
+    assert tls and tls.group(1) == "rc_verbs,ud_verbs,sm,self", cfg
+    dev = check(c, 1, "ucx_info -d")
+    for tl in ("rc_verbs", "ud_verbs"):
+        assert re.search(r"Transport: %s\s*\n#\s*Device: peach2_0:1" % tl, dev), dev
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_pingpong_two_nodes(cluster2, mpi):
+    """1 B .. 4 MiB both ways, every byte checked; the cards carried at least what the
+    ranks sent, the management network next to nothing."""
+    c = cluster2
+    out, cards, mgmt = run_counted(c, mpi, 2, "mpi_pingpong.% -i 20 -B 4M")
+    line = ok_line(out, "mpi_pingpong")
+    assert "rank 0 on node0 <-> rank 1 on node1" in out, out
+    sent = int(re.search(r"rank 0 sent (\d+) bytes", line).group(1))
+    peer = int(re.search(r"every rank sent at least (\d+)", line).group(1))
+    assert sent > 8 << 20 and peer >= sent, line
+    assert cards[0] >= sent and cards[1] >= peer, (cards, sent)
+    assert max(mgmt) < MGMT_SLACK, "eth0 carried %s bytes: MPI over TCP?" % mgmt
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_collectives_halo_onesided_two_nodes(cluster2, mpi):
+    c = cluster2
+    for prog in ("mpi_collectives", "mpi_halo", "mpi_onesided"):
+        out, cards, mgmt = run_counted(c, mpi, 2, prog + ".%")
+        line = ok_line(out, prog)
+        assert min(cards) > 64 << 10, (prog, cards)
+        assert max(mgmt) < MGMT_SLACK, (prog, mgmt)
+        if prog == "mpi_collectives":
+            assert "2 ranks on 2 hosts" in line, line
+
+
+def test_mpi4py(cluster2):
+    """Debian's mpi4py (built for Open MPI) across the nodes, over the cards."""
+    c = cluster2
+    out, cards, mgmt = run_counted(c, "openmpi", 2, "python3 /usr/bin/mpi4py_ring.py")
+    line = ok_line(out, "mpi4py_ring")
+    assert "node0,node1" in line, line
+    assert min(cards) >= 1 << 20, cards
+    assert max(mgmt) < MGMT_SLACK, mgmt
+
+
+@pytest.fixture(scope="module")
+def ring4(make_cluster):
+    return make_cluster(None, topology="ring:4")
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_ring4_two_hops(ring4, mpi):
+    """4 ranks, one per node of ring:4: the ping-pong pairs (0, 2) and (1, 3) are two hops
+    apart, so every message crosses a node that only forwards it; collectives and the
+    halo exchange over the whole ring."""
+    c = ring4
+    out, cards, mgmt = run_counted(c, mpi, 4, "mpi_pingpong.% -n -M 1M")
+    line = ok_line(out, "mpi_pingpong")
+    assert "rank 0 on node0 <-> rank 2 on node2" in out, out
+    sent = int(re.search(r"every rank sent at least (\d+)", line).group(1))
+    # every node sent its own ranks' bytes and forwarded its neighbour's
+    assert min(cards) >= 2 * sent, (cards, sent)
+    assert max(mgmt) < MGMT_SLACK, mgmt
+    for prog in ("mpi_collectives", "mpi_halo"):
+        out, cards, mgmt = run_counted(c, mpi, 4, prog + ".%")
+        line = ok_line(out, prog)
+        assert max(mgmt) < MGMT_SLACK, (prog, mgmt)
+        assert min(cards) > 64 << 10, (prog, cards)
+        if prog == "mpi_collectives":
+            assert "4 ranks on 4 hosts" in line, line
+
+
+def test_ucx_perftest(cluster2):
+    """Debian's ucx_perftest between the nodes: tag matching latency and bandwidth, and
+    one-sided put and get (UCP), over the card."""
+    c = cluster2
+    for test, size, iters in (("tag_lat", "8", 200), ("tag_bw", "1048576", 20),
+                              ("ucp_put_bw", "65536", 50), ("ucp_get", "65536", 50)):
+        c.run(1, "pkill -x ucx_perftest; true")
+        check(c, 1, "(ucx_perftest >/tmp/perf-server.log 2>&1 &)")
+        time.sleep(1)
+        tx0 = card_bytes(c, 0)[0] + card_bytes(c, 1)[0]
+        out = check(c, 0, "ucx_perftest node1 -t %s -s %s -n %d 2>&1" % (test, size, iters),
+                    timeout=300)
+        moved = card_bytes(c, 0)[0] + card_bytes(c, 1)[0] - tx0
+        print("\nucx_perftest -t %s -s %s: card bytes %d\n%s" % (test, size, moved, out))
+        assert re.search(r"Final:\s+%d\s" % iters, out), out
+        assert moved >= int(size) * iters, (test, moved)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_killed_rank_fails_the_job(cluster2, mpi):
+    """kill -9 of the rank on node1 in the middle of a long run: mpirun on node0 exits
+    non-zero with an error within a bound, and the next job on the cluster runs."""
+    c = cluster2
+    prog = "mpi_pingpong.%s" % mpi
+    check(c, 0, "rm -f /tmp/job.log; (%s > /tmp/job.log 2>&1; echo rc=$? >> /tmp/job.log) &"
+          % launch(mpi, 2, "mpi_pingpong.% -m 64k -M 64k -i 1000000 -B 1G"))
+
+    def timing():
+        log = c.run(0, "cat /tmp/job.log")[1]
+        assert "rc=" not in log, "the job ended before it was killed:\n" + log
+        return "lat_us" in log
+
+    wait_until(timing, timeout=120, what="the job's timing phase")
+    pid = check(c, 1, "pidof %s" % prog).strip()
+    check(c, 1, "kill -9 %s" % pid)
+    t0 = time.monotonic()
+    bound = 60
+    log = wait_until(lambda: (lambda t: t if "rc=" in t else None)(c.run(0, "cat /tmp/job.log")[1]),
+                     timeout=bound, interval=1, what="mpirun to exit after a rank was killed")
+    took = time.monotonic() - t0
+    print("\n%s: mpirun exited %.1f s after the kill:\n%s" % (mpi, took, log[-1500:]))
+    rc = int(re.search(r"rc=(\d+)", log).group(1))
+    assert rc != 0, log
+    assert re.search(r"(?i)signal|killed|terminated|exited|abort", log), log
+    # nothing of the job is left, and the next job runs
+    wait_until(lambda: all(c.run(i, "pidof %s" % prog)[0] != 0 for i in range(2)),
+               timeout=30, what="no rank left")
+    out = check(c, 0, launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300)
+    ok_line(out, "mpi_pingpong")
