@@ -84,10 +84,8 @@ if [ ! -f "$FDIR/build/build.ninja" ]; then
       --disable-docs --disable-werror --disable-user --disable-install-blobs \
       >"$FDIR/configure.log" 2>&1) || { tail -n 30 "$FDIR/configure.log"; die "fuzz QEMU configure failed (log: $FDIR/configure.log)"; }
 fi
-say "building qemu-fuzz-x86_64 (cold: ~15 min on 2 cores; warm: seconds)"
-(cd "$FDIR/build" && ninja -j"$(nproc)" qemu-fuzz-x86_64 2>&1 | \
-   awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print; fflush() } next } { print; fflush() }') \
-  || die "fuzz QEMU build failed"
+say "building qemu-fuzz-x86_64 (cold: ~1200 steps, 36 min on 2 busy cores; warm: seconds)"
+peach2_ninja "$FDIR/build" qemu-fuzz-x86_64 || die "fuzz QEMU build failed"
 [ -x "$FDIR/build/qemu-fuzz-x86_64" ] || die "the fuzz QEMU build produced no binary"
 cp "$FDIR/build/qemu-fuzz-x86_64" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 use_bin

@@ -19,3 +19,10 @@ peach2_device_hash() {
      -not -path '*/tests/*' -not -path 'qemu-device/fuzz/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 peach2_qemu_bin() { echo "$PEACH2_CACHE/qemu-$PEACH2_QEMU_VERSION/bin/qemu-system-x86_64-$(peach2_device_hash)"; }
+
+# ninja TARGET in build directory DIR, on every core; of its [n/N] lines every
+# 100th is kept (the progress report), everything else is shown.
+peach2_ninja() {
+  (cd "$1" && ninja -j"$(nproc)" "$2" 2>&1 | \
+     awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print; fflush() } next } { print; fflush() }')
+}
