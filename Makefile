@@ -8,7 +8,8 @@ BUILD   := $(or $(PEACH2_BUILD),$(CURDIR)/build)
 export PEACH2_BUILD := $(BUILD)
 
 .PHONY: all deps qemu kernel driver userlib selftests firmware guest-root image model \
-        core-test userlib-test model-test host-test vm-test check demo bench sparse clean
+        core-test userlib-test model-test host-test vm-test check demo bench sparse clean \
+        core-fuzz qemu-fuzz fuzz fuzz-check
 
 all: qemu image
 
@@ -69,10 +70,28 @@ model-test: deps
 
 host-test: core-test userlib-test model-test
 
+# Fuzzing (docs/fuzzing.md): the core's libFuzzer harness (clang), QEMU's
+# generic-fuzz target for -device peach2 (its own QEMU build, ~1200 steps).
+# `make fuzz [FUZZ_SECONDS=600]` runs both; make check runs the core's for a
+# minute (FUZZ_CHECK_TARGETS="core generic-peach2" adds QEMU's).
+FUZZ_CHECK_TARGETS ?= core
+core-fuzz: deps
+	@CC=clang CXX=clang++ cmake -S qemu-device/core -B $(BUILD)/core-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEACH2_FUZZ=ON >/dev/null
+	@ninja -C $(BUILD)/core-fuzz peach2-core-fuzz
+
+qemu-fuzz: deps
+	@scripts/build-qemu-fuzz.sh
+
+fuzz: core-fuzz qemu-fuzz
+	@scripts/fuzz.sh $(if $(FUZZ_SECONDS),-t $(FUZZ_SECONDS))
+
+fuzz-check: core-fuzz $(if $(filter generic-peach2,$(FUZZ_CHECK_TARGETS)),qemu-fuzz)
+	@scripts/fuzz.sh --fresh -t $$((60 / $(words $(FUZZ_CHECK_TARGETS)))) $(FUZZ_CHECK_TARGETS)
+
 vm-test: qemu image
 	@$(PY) -m pytest tests
 
-check: host-test vm-test
+check: host-test fuzz-check vm-test
 
 demo: qemu image
 	@scripts/run-demo.sh

@@ -69,10 +69,7 @@ if [ ! -f "$QDIR/build/build.ninja" ]; then
       >"$QDIR/configure.log" 2>&1) || { tail -n 30 "$QDIR/configure.log"; die "QEMU configure failed (log: $QDIR/configure.log)"; }
 fi
 say "building qemu-system-x86_64 (cold: ~5 min on 2 cores; warm: seconds)"
-# ninja prints [n/N] progress lines; keep them, they are the progress report.
-(cd "$QDIR/build" && ninja -j"$(nproc)" qemu-system-x86_64 2>&1 | \
-   awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print; fflush() } next } { print; fflush() }') \
-  || die "QEMU build failed"
+peach2_ninja "$QDIR/build" qemu-system-x86_64 || die "QEMU build failed"
 [ -x "$QDIR/build/qemu-system-x86_64" ] || die "QEMU build produced no binary"
 cp "$QDIR/build/qemu-system-x86_64" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 use_bin

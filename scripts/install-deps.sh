@@ -28,6 +28,8 @@ PKGS=(
   python3-matplotlib
   # static checkers for driver/
   sparse
+  # fuzzing (make fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()

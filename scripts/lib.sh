@@ -16,6 +16,13 @@ peach2_device_hash() {
   (cd "$PEACH2_TOP" && find qemu-device include firmware/lib model/trace -type f \
      \( -name '*.c' -o -name '*.cc' -o -name '*.h' -o -name '*.build' -o -name 'Kconfig*' \
         -o -name 'trace-events' -o -name '*.patch' \) \
-     -not -path '*/tests/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+     -not -path '*/tests/*' -not -path 'qemu-device/fuzz/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 peach2_qemu_bin() { echo "$PEACH2_CACHE/qemu-$PEACH2_QEMU_VERSION/bin/qemu-system-x86_64-$(peach2_device_hash)"; }
+
+# ninja TARGET in build directory DIR, on every core; of its [n/N] lines every
+# 100th is kept (the progress report), everything else is shown.
+peach2_ninja() {
+  (cd "$1" && ninja -j"$(nproc)" "$2" 2>&1 | \
+     awk '/^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print; fflush() } next } { print; fflush() }')
+}

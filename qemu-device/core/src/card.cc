@@ -195,7 +195,9 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
                            open_->data.size() + piece <= PEACH2_WC_MAX && addr % kPage != 0;
         if (!merge) {
             close_write();
-            open_.emplace();
+            // Not emplace(): clang (the fuzz builds) cannot default-construct a
+            // nested class with member initializers inside std::optional.
+            open_ = OpenWrite{};
             open_->addr = addr;
             open_->data.reserve(PEACH2_WC_MAX);
         }

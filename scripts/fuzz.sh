@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Run the fuzzers (docs/fuzzing.md) for a given time each and print, per
+# target, executions, exec/s and crashes. Exits 1 if any target crashed; the
+# crashing inputs stay in $PEACH2_BUILD/fuzz/crashes/TARGET/.
+#   scripts/fuzz.sh [-t SECONDS] [--fresh] [TARGET...]
+# Targets: core (peach2-core-fuzz, `make core-fuzz`) and generic-peach2
+# (QEMU's generic-fuzz, scripts/build-qemu-fuzz.sh); default: both.
+# Each starts from the repository's corpus (qemu-device/fuzz/corpus/TARGET)
+# plus what earlier runs found ($PEACH2_BUILD/fuzz/corpus/TARGET; --fresh
+# uses none of it and keeps nothing). The fuzzers run at nice ${FUZZ_NICE:-10}.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+seconds=${FUZZ_SECONDS:-600}
+fresh=0
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    -t) seconds=$2; shift 2 ;;
+    --fresh) fresh=1; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option $1 (see --help)" ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(core generic-peach2)
+[[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || die "-t wants whole seconds, got '$seconds'"
+
+FUZZ_DIR=$PEACH2_TOP/qemu-device/fuzz
+OUT=$PEACH2_BUILD/fuzz
+# Sanitizer reports end the run (QEMU's UBSan would only print); no leak
+# check in QEMU's fork-server children, which _Exit.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# A run (one input) taking longer than this is a hang: kept as timeout-*.
+TIMEOUT=25
+
+# The command line of a target, after "--": its binary and its own flags.
+target_cmd() {
+  case $1 in
+    core)
+      [ -x "$PEACH2_BUILD/core-fuzz/peach2-core-fuzz" ] || die "no peach2-core-fuzz: run make core-fuzz"
+      echo "$PEACH2_BUILD/core-fuzz/peach2-core-fuzz -dict=$FUZZ_DIR/core.dict -rss_limit_mb=2048" ;;
+    generic-peach2)
+      [ -x "$PEACH2_BUILD/qemu-fuzz-x86_64" ] || die "no qemu-fuzz-x86_64: run scripts/build-qemu-fuzz.sh"
+      echo "$PEACH2_BUILD/qemu-fuzz-x86_64 --fuzz-target=generic-fuzz-peach2 -rss_limit_mb=4096" ;;
+    *) die "unknown fuzz target '$1' (core, generic-peach2)" ;;
+  esac
+}
+
+status=0
+rows=()
+for t in "${targets[@]}"; do
+  read -r -a cmd <<<"$(target_cmd "$t")"
+  work=$OUT/corpus/$t
+  [ $fresh -eq 1 ] && work=$OUT/fresh-corpus/$t && rm -rf "$work"
+  crashes=$OUT/crashes/$t
+  mkdir -p "$work" "$crashes" "$FUZZ_DIR/corpus/$t"
+  log=$OUT/$t.log
+  before=$(find "$crashes" -type f | wc -l)
+  say "$t: fuzzing for $seconds s (log: $log)"
+  start=$(date +%s)
+  # libFuzzer writes new inputs into the first corpus directory only.
+  rc=0
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$([ "$t" = core ] && echo 1 || echo 0)} \
+    nice -n "${FUZZ_NICE:-10}" "${cmd[@]}" -max_total_time="$seconds" -timeout=$TIMEOUT \
+    -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$FUZZ_DIR/corpus/$t" \
+    >"$log" 2>&1 || rc=$?
+  elapsed=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+  found=$(( $(find "$crashes" -type f | wc -l) - before ))
+  # QEMU's generic-fuzz runs every input in a forked child: the parent goes
+  # on after a child's crash (the child saved it), so the log says it too.
+  reports=$(grep -cE '^==[0-9]+==ERROR: |runtime error: |^SUMMARY: ' "$log" || true)
+  if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ] || [ "$reports" -gt 0 ]; then
+    status=1
+    say "$t: FAILED (exit $rc, $found new input(s) in $crashes, $reports sanitizer line(s) in $log)"
+    grep -m5 -E '^==[0-9]+==ERROR: |runtime error: |^SUMMARY: |invariant broken' "$log" >&2 || true
+  fi
+  [ -n "$execs" ] || execs=0
+  rows+=("$(printf '%-16s %8s %12s %9s %8s %8s' "$t" "$elapsed" "$execs" \
+    "$(( execs / (elapsed > 0 ? elapsed : 1) ))" "$found" "$(find "$work" -type f | wc -l)")")
+done
+
+printf '%-16s %8s %12s %9s %8s %8s\n' target seconds executions exec/s crashes new-units
+printf '%s\n' "${rows[@]}"
+printf 'load: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+exit $status
