@@ -132,9 +132,12 @@ size_t peach2_shm_ring_write(peach2_shm_ring* r, const void* buf, size_t len) {
 }
 
 bool peach2_shm_ring_consumer_needs_kick(peach2_shm_ring* r) {
-    // seq_cst after the head store (in write): a consumer that stops
-    // polling clears the flag and then looks at head, so one of the two
-    // sides sees the other.
+    // A full fence between the head store (in write, a release store)
+    // and this load: x86 may let a load pass an earlier store, and a
+    // consumer that stops polling clears the flag and then looks at head;
+    // with the fence on both sides one of them sees the other (measured:
+    // without it a ping-pong lost a wake-up within its first messages).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     return r && !r->error && shared(r->hdr->consumer_polling).load(std::memory_order_seq_cst) == 0;
 }
 
