@@ -68,6 +68,26 @@ static ssize_t link_s_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(link_s);
 
+/* How each cable's bytes travel (hardware.md §5): shm, socket or none. */
+static ssize_t link_transport_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	struct peach2_dev *p2 = to_peach2_dev(dev);
+	enum peach2_port port;
+	int len = 0;
+
+	for (port = PEACH2_PORT_E; port <= PEACH2_PORT_S; port++) {
+		u32 link = readl(p2->regs + PEACH2_REG_LINK(port - 1));
+		const char *how = !(link & PEACH2_LINK_CONNECTED) ? "none" :
+				  (link & PEACH2_LINK_SHM) ? "shm" : "socket";
+
+		len += sysfs_emit_at(buf, len, "%c %s\n",
+				     peach2_port_name(port), how);
+	}
+	return len;
+}
+static DEVICE_ATTR_RO(link_transport);
+
 static ssize_t err_count_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
@@ -291,6 +311,7 @@ static struct attribute *peach2_attrs[] = {
 	&dev_attr_link_e.attr,
 	&dev_attr_link_w.attr,
 	&dev_attr_link_s.attr,
+	&dev_attr_link_transport.attr,
 	&dev_attr_err_count.attr,
 	&dev_attr_err_last.attr,
 	&dev_attr_err_status.attr,

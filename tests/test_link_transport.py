@@ -3,8 +3,11 @@ default for unix-socket cables) and the socket itself (cables between hosts, for
 with link_transport="socket" / cluster.py --link-transport socket).
 
 The rest of the VM suite runs on the default transport; here the same libtca checks
-(PIO, DMA, get) run once with the socket forced, and the shared-memory path is shown
-to survive a peer killed in the middle of a PIO stream and of a DMA stream.
+(PIO, DMA, get, stamped-write ordering) run once with the socket forced, two ends that
+disagree are shown to agree on the socket (a mixed ring, with multi-hop traffic over both
+transports), and the shared-memory path is shown to refuse writes outside registered
+buffers, keep order, and survive a peer killed in the middle of a PIO stream and of a
+DMA stream.
 """
 
 import fcntl
@@ -41,6 +44,27 @@ def rx_bytes(c, node, port):
     return int(m.group(1)) if m else 0
 
 
+def transports(c, node):
+    """The driver's view of how each cable's bytes travel: {"E": "shm", "W": "socket",
+    "S": "none"} (sysfs link_transport, from LINK_x.SHM)."""
+    return dict(line.split() for line in sysfs_read(c, node, "link_transport").splitlines())
+
+
+def order_pair(c, sender, receiver, count=5000):
+    """A stream of stamped writes, issued without waiting, lands in order."""
+    cmds = {receiver: "tca_check pio order-recv --peer %d --count %d" % (sender, count),
+            sender: "tca_check pio order-send --peer %d --count %d" % (receiver, count)}
+    res = c.run_all(lambda i: cmds[i], timeout=600, nodes=[sender, receiver])
+    for rc, out in res:
+        assert rc == 0, out
+    assert "arrived in order" in res[1][1], res
+
+
+def refused(c, node):
+    m = re.search(r"NOT_REGISTERED\D*(\d+)", sysfs_read(c, node, "errors_by_code"))
+    return int(m.group(1)) if m else 0
+
+
 def pio_pair(c, sender, receiver):
     cmds = {receiver: "tca_check pio recv --peer %d --size 16384 --guard 4096" % sender,
             sender: "tca_check pio send --peer %d --offsets 0,3,-1 --sizes 1,8,13,4096,4097"
@@ -68,6 +92,8 @@ def socket2(make_cluster):
 def test_socket_transport_is_used_when_forced(socket2):
     assert shm_ports(socket2, 0) == 0 and shm_ports(socket2, 1) == 0
     wait_sysfs(socket2, 0, "link_e", lambda v: v.startswith("up"))
+    assert transports(socket2, 0) == {"E": "socket", "W": "none", "S": "none"}
+    assert transports(socket2, 1)["W"] == "socket"
 
 
 def test_socket_transport_pio_dma_get(socket2):
@@ -78,12 +104,50 @@ def test_socket_transport_pio_dma_get(socket2):
                                        "get-verify --seed 5 --iters 30 --max-len 256K")
     assert rc_s == 0 and rc_c == 0, out_s + out_c
     assert " 0 mismatches, 0 errors" in out_c, out_c
+    order_pair(socket2, 0, 1)
 
 
 def test_default_transport_is_shared_memory(cluster2):
     if cluster2.link_transport != "shm":
         pytest.skip("the suite runs with PEACH2_LINK_TRANSPORT=%s" % cluster2.link_transport)
     assert shm_ports(cluster2, 0) >= 1 and shm_ports(cluster2, 1) >= 1
+    assert transports(cluster2, 0)["E"] == "shm" and transports(cluster2, 1)["W"] == "shm"
+
+
+def test_ends_that_disagree_use_the_socket(make_cluster):
+    """ring:4 with link-shm off on node 1 only: its two cables agree on the socket (no
+    dropped link), the other two use shared memory, and two-hop traffic crosses both
+    (0 -> 2 through node 1 over sockets, 2 -> 0 through node 3 over shared memory),
+    counted by the intermediate cards."""
+    c = make_cluster(None, topology="ring:4", link_transport="shm",
+                     device_props=lambda i: {"link-shm": "off"} if i == 1 else None)
+    for i in range(4):
+        wait_sysfs(c, i, "link_e", lambda v: v.startswith("up"), timeout=30)
+    assert transports(c, 0)["E"] == "socket" and transports(c, 1) == {
+        "E": "socket", "W": "socket", "S": "none"}
+    assert transports(c, 2)["W"] == "socket"
+    assert transports(c, 2)["E"] == "shm" and transports(c, 3)["E"] == "shm"
+    assert transports(c, 0)["W"] == "shm"
+    assert "port 1 uses the socket transport (the peer did not offer" in qemu_log(c, 0)
+    assert "shared-memory link" not in qemu_log(c, 0) + qemu_log(c, 2), "a link was dropped"
+    for via, sender, receiver in ((1, 0, 2), (3, 2, 0)):
+        before = rx_bytes(c, via, "W")  # each intermediate hears the sender on W
+        order_pair(c, sender, receiver, count=1000)
+        assert rx_bytes(c, via, "W") > before + 1000 * 64, "node %d forwarded nothing" % via
+
+
+def test_shm_refuses_writes_outside_registered_buffers(shm2):
+    """The inbound filter on the shared-memory path: a store to node 1's memory that is no
+    buffer is refused whole and counted NOT_REGISTERED, as on the socket."""
+    assert transports(shm2, 0)["E"] == "shm"
+    before = refused(shm2, 1)
+    check(shm2, 0, "tca_check pio raw --node 1 --offset 0x1000")
+    wait_until(lambda: refused(shm2, 1) > before, timeout=10, what="NOT_REGISTERED on node 1")
+
+
+def test_shm_stamped_writes_arrive_in_order(shm2):
+    order_pair(shm2, 0, 1, count=20000)
+    order_pair(shm2, 1, 0)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/memfd.h"
 #include "qemu/module.h"
+#include "qemu/processor.h"
 #include "qemu/timer.h"
 #include "sysemu/sysemu.h"
 #include "sysemu/cpus.h"
@@ -52,16 +53,20 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
 
 /*
  * The shared-memory transport of a cable between two QEMUs of one host
- * (docs/hardware.md §5): each side sends the other, over the socket cable
- * and as its first bytes, an offer with two file descriptors: a sealed
- * memfd holding the ring it writes (peach2_shm_ring.h) and an eventfd the
- * peer kicks to wake it. From then on the link's byte stream goes through
- * the rings; the socket stays open only to tell either side when the
- * other is gone.
+ * (docs/hardware.md §5): each side with link-shm on sends the other, over
+ * the socket cable and as its first bytes, an offer with two file
+ * descriptors: a sealed memfd holding the ring it writes
+ * (peach2_shm_ring.h) and an eventfd the peer kicks to wake it. When both
+ * ends offered, the link's byte stream goes through the rings and the
+ * socket stays open only to tell either side when the other is gone. An
+ * end that did not offer (link-shm off, a TCP cable) skips the peer's
+ * offer and says HELLO on the socket; seeing packets where an offer could
+ * be, the offering end drops its ring and speaks the socket too.
  */
 #define PEACH2_SHM_OFFER_MAGIC 0x31764d4853325050ull /* "PP2SHMv1" */
 #define PEACH2_SHM_OFFER_LEN 16                       /* magic, ring size */
 #define PEACH2_SHM_RX_BUDGET (4u << 20) /* bytes per wake-up, then yield */
+#define PEACH2_SHM_POLL_MAX_US 1000
 
 typedef struct Peach2Shm {
     peach2_shm_ring *tx, *rx;   /* ours (we write), the peer's (we read) */
@@ -81,6 +86,7 @@ typedef struct Peach2Port {
     CharBackend chr;
     guint watch;        /* waiting for the chardev to become writable */
     bool shm_on;        /* this connection uses the shared-memory transport */
+    bool first_bytes;   /* the peer's transport (offer or packets) unknown */
     Peach2Shm shm;
     unsigned shm_failures;
 } Peach2Port;
@@ -110,6 +116,7 @@ struct Peach2State {
     Notifier trace_exit;    /* QEMU exits without unrealizing: close then */
     bool link_shm;
     uint32_t shm_ring_size;
+    uint32_t shm_poll_us;   /* after a delivery, look for more this long */
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -329,12 +336,35 @@ static void peach2_shm_fail(Peach2Port *p, const char *why)
     qemu_chr_fe_disconnect(&p->chr);
 }
 
+/*
+ * Packets come in bursts (a payload, then the flag that says it is there):
+ * after a delivery, wait a little for the next one rather than go back to
+ * sleep and pay another wake-up; the peer does not kick meanwhile. True
+ * when more came.
+ */
+static bool peach2_shm_poll(Peach2Port *p)
+{
+    int64_t until = get_clock() + p->dev->shm_poll_us * SCALE_US;
+    bool more = false;
+
+    peach2_shm_ring_set_polling(p->shm.rx, true);
+    do {
+        if (peach2_shm_ring_readable(p->shm.rx)) {
+            more = true;
+            break;
+        }
+        cpu_relax();
+    } while (get_clock() < until);
+    /* Written after our last look and before the peer saw us stop? */
+    return peach2_shm_ring_set_polling(p->shm.rx, false) || more;
+}
+
 /* Copy what the peer's ring holds into the core, as a socket read would. */
 static void peach2_shm_receive(Peach2Port *p)
 {
     Peach2Shm *m = &p->shm;
     size_t total = 0;
-    bool kick = false;
+    bool kick = false, was, ok;
 
     while (m->rx && total < PEACH2_SHM_RX_BUDGET) {
         bool room;
@@ -343,11 +373,26 @@ static void peach2_shm_receive(Peach2Port *p)
 
         kick |= room;
         if (n == 0) {
-            break;
+            if (total == 0 || !p->dev->shm_poll_us) {
+                break;
+            }
+            /* What waits on us goes first: room for the peer, our answers. */
+            if (kick) {
+                peach2_shm_kick(m->peer_wake_fd);
+                kick = false;
+            }
+            peach2_send_queued(p->dev); /* may drop the cable: m->rx NULL */
+            if (!m->rx || !peach2_shm_poll(p)) {
+                break;
+            }
+            continue;
         }
         total += n;
         trace_peach2_rx(p->dev->node_id, p->port, n);
-        if (!peach2_core_link_receive(p->dev->core, p->port, m->bounce, n)) {
+        was = peach2_guard_enter(p->dev);
+        ok = peach2_core_link_receive(p->dev->core, p->port, m->bounce, n);
+        peach2_guard_leave(p->dev, was);
+        if (!ok) {
             qemu_chr_fe_disconnect(&p->chr); /* corrupt stream: reported */
             return;
         }
@@ -382,6 +427,9 @@ static void peach2_shm_send(Peach2Port *p)
     peach2_core *core = p->dev->core;
     bool sent = false;
 
+    if (!m->rx) {
+        return; /* the peer has not offered yet: the core keeps the bytes */
+    }
     for (;;) {
         const void *buf;
         size_t n = peach2_core_link_tx_peek(core, p->port, &buf);
@@ -398,7 +446,7 @@ static void peach2_shm_send(Peach2Port *p)
         peach2_core_link_tx_consume(core, p->port, done);
         sent = true;
     }
-    if (sent) {
+    if (sent && peach2_shm_ring_consumer_needs_kick(m->tx)) {
         peach2_shm_kick(m->peer_wake_fd);
     }
     if (peach2_shm_ring_error(m->tx)) {
@@ -406,10 +454,22 @@ static void peach2_shm_send(Peach2Port *p)
     }
 }
 
+/* Close the descriptors that came with the peer's offer. */
+static void peach2_shm_skip_offer(Peach2Shm *m)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (m->offer_fds[i] >= 0) {
+            close(m->offer_fds[i]);
+            m->offer_fds[i] = -1;
+        }
+    }
+}
+
 static void peach2_shm_close(Peach2Port *p)
 {
     Peach2Shm *m = &p->shm;
-    int i;
 
     if (m->wake_fd >= 0) {
         qemu_set_fd_handler(m->wake_fd, NULL, NULL, NULL);
@@ -426,11 +486,7 @@ static void peach2_shm_close(Peach2Port *p)
     if (m->rx_mem) {
         munmap(m->rx_mem, m->rx_len);
     }
-    for (i = 0; i < 2; i++) {
-        if (m->offer_fds[i] >= 0) {
-            close(m->offer_fds[i]);
-        }
-    }
+    peach2_shm_skip_offer(m);
     g_free(m->bounce);
     memset(m, 0, sizeof(*m));
     m->wake_fd = m->peer_wake_fd = -1;
@@ -497,18 +553,13 @@ static bool peach2_shm_open(Peach2Port *p)
 static const char *peach2_shm_accept(Peach2Port *p, int memfd, int wakefd)
 {
     Peach2Shm *m = &p->shm;
-    uint64_t magic, size;
+    uint64_t size;
     size_t len;
     struct stat st;
     int seals;
     char why[128];
 
-    memcpy(&magic, m->offer, 8);
-    memcpy(&size, m->offer + 8, 8);
-    if (le64_to_cpu(magic) != PEACH2_SHM_OFFER_MAGIC) {
-        return "the peer does not use the shared-memory transport "
-               "(link-shm must be the same at both ends)";
-    }
+    memcpy(&size, m->offer + 8, 8); /* after the magic, checked */
     len = peach2_shm_ring_mem_size(le64_to_cpu(size));
     if (len == 0) {
         return "the peer's ring size is not a power of two in 4 KiB .. 256 MiB";
@@ -540,22 +591,68 @@ static const char *peach2_shm_accept(Peach2Port *p, int memfd, int wakefd)
     return NULL;
 }
 
-/* Socket bytes on a shared-memory connection: only the peer's offer. */
-static void peach2_shm_socket_input(Peach2Port *p, const uint8_t *buf, int size)
+static bool peach2_socket_input(Peach2Port *p, const uint8_t *buf, size_t size);
+
+/* The peer speaks the socket: so do we, on this connection. */
+static void peach2_shm_decline(Peach2Port *p, const char *why)
+{
+    if (p->shm_on) {
+        peach2_shm_close(p); /* the peer never maps our ring */
+        info_report("peach2 node %u: port %u uses the socket transport (%s)",
+                    p->dev->node_id, p->port, why);
+    }
+    trace_peach2_shm_socket(p->dev->node_id, p->port);
+}
+
+/* Both ends offered: map the peer's ring, send what waited for it. */
+static void peach2_shm_start(Peach2Port *p)
 {
     Peach2Shm *m = &p->shm;
-    size_t take = MIN((size_t)size, PEACH2_SHM_OFFER_LEN - m->offer_got);
-    int fds[2] = { -1, -1 };
-    int i, n;
-    const char *why;
+    const char *why = peach2_shm_accept(p, m->offer_fds[0], m->offer_fds[1]);
 
-    if (m->rx || take < (size_t)size) {
-        peach2_shm_fail(p, "bytes on the socket after the offer");
+    if (m->offer_fds[0] >= 0) {
+        close(m->offer_fds[0]); /* mapped, or refused */
+    }
+    if (why && m->offer_fds[1] >= 0) {
+        close(m->offer_fds[1]);
+    }
+    m->offer_fds[0] = m->offer_fds[1] = -1;
+    if (why) {
+        peach2_shm_fail(p, why);
         return;
     }
+    peach2_core_link_shared_memory(p->dev->core, p->port, true);
+    info_report("peach2 node %u: port %u uses the shared-memory transport",
+                p->dev->node_id, p->port);
+    /*
+     * Our HELLO waited in the core for the peer's eventfd; the peer may
+     * have written its HELLO after we read its offer: kick it, and read.
+     */
+    peach2_shm_receive(p);
+    peach2_send_queued(p->dev);
+    peach2_shm_kick(m->peer_wake_fd);
+}
+
+/*
+ * The peer's first bytes on a new connection say which transport it
+ * speaks: an offer (link-shm on, and a cable that passes descriptors) or
+ * packets (HELLO). Shared memory is used only when both ends offered;
+ * otherwise both end up on the socket, whatever each end's link-shm.
+ */
+static void peach2_link_first_bytes(Peach2Port *p, const uint8_t *buf,
+                                    size_t size)
+{
+    Peach2Shm *m = &p->shm;
+    size_t take = MIN(size, PEACH2_SHM_OFFER_LEN - m->offer_got);
+    uint8_t first[PEACH2_SHM_OFFER_LEN];
+    int fds[2] = { -1, -1 };
+    uint64_t magic;
+    size_t got;
+    int i, n;
+
     /* The descriptors arrive with the offer's first bytes, and only then. */
     n = qemu_chr_fe_get_msgfds(&p->chr, fds, 2);
-    if (n > 0 && (m->offer_got != 0 || m->offer_fds[0] >= 0 || n != 2)) {
+    if (n > 0 && (m->offer_got != 0 || n != 2)) {
         for (i = 0; i < n; i++) {
             close(fds[i]);
         }
@@ -568,31 +665,42 @@ static void peach2_shm_socket_input(Peach2Port *p, const uint8_t *buf, int size)
     }
     memcpy(m->offer + m->offer_got, buf, take);
     m->offer_got += take;
+    buf += take;
+    size -= take;
+    if (m->offer_got < sizeof(magic)) {
+        return;
+    }
+    memcpy(&magic, m->offer, sizeof(magic));
+    if (le64_to_cpu(magic) != PEACH2_SHM_OFFER_MAGIC) {
+        /* Packets: the peer uses the socket (link-shm off, or TCP). */
+        got = m->offer_got;
+        memcpy(first, m->offer, got);
+        peach2_shm_skip_offer(m);
+        p->first_bytes = false;
+        peach2_shm_decline(p, "the peer did not offer shared memory");
+        if (peach2_socket_input(p, first, got) && size > 0) {
+            peach2_socket_input(p, buf, size);
+        }
+        return;
+    }
     if (m->offer_got < PEACH2_SHM_OFFER_LEN) {
         return;
     }
-    why = peach2_shm_accept(p, m->offer_fds[0], m->offer_fds[1]);
-    if (m->offer_fds[0] >= 0) {
-        close(m->offer_fds[0]); /* mapped, or refused */
-    }
-    if (why && m->offer_fds[1] >= 0) {
-        close(m->offer_fds[1]);
-    }
-    m->offer_fds[0] = m->offer_fds[1] = -1;
-    if (why) {
-        peach2_shm_fail(p, why);
+    p->first_bytes = false;
+    if (!p->shm_on) {
+        /* We did not offer: skip the peer's; our HELLO tells it. */
+        peach2_shm_skip_offer(m);
+        peach2_shm_decline(p, "this end did not offer");
+        if (size > 0) {
+            peach2_socket_input(p, buf, size);
+        }
         return;
     }
-    info_report("peach2 node %u: port %u uses the shared-memory transport",
-                p->dev->node_id, p->port);
-    /*
-     * What we wrote before we knew the peer's eventfd (our HELLO) was
-     * never kicked; and the peer may have written its HELLO after we read
-     * its offer: kick it, and read.
-     */
-    peach2_shm_kick(m->peer_wake_fd);
-    peach2_shm_receive(p);
-    peach2_send_queued(p->dev);
+    if (size > 0) {
+        peach2_shm_fail(p, "bytes on the socket after the offer");
+        return;
+    }
+    peach2_shm_start(p);
 }
 
 static gboolean peach2_port_writable(void *do_not_use, GIOCondition cond,
@@ -707,15 +815,11 @@ static int peach2_port_can_receive(void *opaque)
     return PEACH2_RX_CHUNK;
 }
 
-static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
+/* Bytes of the socket path; false when they broke the stream (dropped). */
+static bool peach2_socket_input(Peach2Port *p, const uint8_t *buf, size_t size)
 {
-    Peach2Port *p = opaque;
     bool was, ok;
 
-    if (p->shm_on) {
-        peach2_shm_socket_input(p, buf, size);
-        return;
-    }
     trace_peach2_rx(p->dev->node_id, p->port, size);
     was = peach2_guard_enter(p->dev);
     ok = peach2_core_link_receive(p->dev->core, p->port, buf, size);
@@ -726,6 +830,20 @@ static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
     }
     /* Forwarded packets, the card's own read-proxy answers. */
     peach2_send_queued(p->dev);
+    return ok;
+}
+
+static void peach2_port_receive(void *opaque, const uint8_t *buf, int size)
+{
+    Peach2Port *p = opaque;
+
+    if (p->first_bytes) {
+        peach2_link_first_bytes(p, buf, size);
+    } else if (p->shm_on) {
+        peach2_shm_fail(p, "bytes on the socket after the offer");
+    } else {
+        peach2_socket_input(p, buf, size);
+    }
 }
 
 static void peach2_port_event(void *opaque, QEMUChrEvent event)
@@ -736,11 +854,12 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     switch (event) {
     case CHR_EVENT_OPENED:
         peach2_shm_close(p); /* a new stream: nothing of the old one */
-        if (p->dev->link_shm && !peach2_shm_open(p)) {
-            trace_peach2_shm_socket(p->dev->node_id, p->port);
+        p->first_bytes = true;
+        if (p->dev->link_shm) {
+            peach2_shm_open(p); /* false: we cannot offer, say HELLO */
         }
         peach2_core_link_connected(p->dev->core, p->port, true);
-        peach2_send_queued(p->dev); /* HELLO */
+        peach2_send_queued(p->dev); /* HELLO, on the socket unless we offered */
         break;
     case CHR_EVENT_CLOSED:
         if (p->watch) {
@@ -748,6 +867,7 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
             p->watch = 0;
         }
         peach2_shm_close(p);
+        p->first_bytes = false;
         peach2_core_link_connected(p->dev->core, p->port, false);
         break;
     default:
@@ -935,6 +1055,11 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    PEACH2_SHM_RING_MAX);
         return;
     }
+    if (s->shm_poll_us > PEACH2_SHM_POLL_MAX_US) {
+        error_setg(errp, "peach2: shm-poll-us=%u is over %u (it holds the "
+                   "main loop)", s->shm_poll_us, PEACH2_SHM_POLL_MAX_US);
+        return;
+    }
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         Peach2Shm *m = &s->ports[i].shm;
 
@@ -1075,6 +1200,7 @@ static Property peach2_properties[] = {
     DEFINE_PROP_UINT32("trace-ring", Peach2State, trace_ring, 0),
     DEFINE_PROP_BOOL("link-shm", Peach2State, link_shm, true),
     DEFINE_PROP_UINT32("shm-ring-size", Peach2State, shm_ring_size, 4 << 20),
+    DEFINE_PROP_UINT32("shm-poll-us", Peach2State, shm_poll_us, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -1124,6 +1250,9 @@ static void peach2_class_init(ObjectClass *klass, void *data)
         "the same at both ends of a cable; off: the socket carries all");
     object_class_property_set_description(klass, "shm-ring-size",
         "bytes of each shared-memory ring (a power of two, 4 KiB .. 256 MiB)");
+    object_class_property_set_description(klass, "shm-poll-us",
+        "after a shared-memory delivery, look for the next packet this many "
+        "microseconds before sleeping (0: never)");
 }
 
 static const TypeInfo peach2_info = {

@@ -130,6 +130,9 @@ unsigned peach2_core_tx_pending(peach2_core *core);
 /* Links: port is PEACH2_PORT_E/W/S. */
 void peach2_core_link_attach(peach2_core *core, unsigned port); /* has a cable */
 void peach2_core_link_connected(peach2_core *core, unsigned port, bool connected);
+/* The connection's bytes travel through shared memory (same host) rather
+ * than the socket: shown as PEACH2_LINK_SHM until it closes. */
+void peach2_core_link_shared_memory(peach2_core *core, unsigned port, bool shm);
 /* Feed bytes received from the link. Returns false when the stream is
  * corrupt: the caller must drop the connection (it reconnects). */
 bool peach2_core_link_receive(peach2_core *core, unsigned port, const void *buf, size_t len);

@@ -59,6 +59,14 @@ size_t peach2_shm_ring_read(peach2_shm_ring *r, void *buf, size_t len, bool *kic
 /* Bytes waiting for the consumer (0 once broken). */
 size_t peach2_shm_ring_readable(peach2_shm_ring *r);
 
+/* Kick suppression: a consumer that polls the ring for a while says so
+ * (and, when it stops, looks once more: the return is
+ * peach2_shm_ring_readable()); a producer, after a write, kicks only when
+ * this says the consumer is not polling. A lying consumer only delays its
+ * own wake-ups. */
+size_t peach2_shm_ring_set_polling(peach2_shm_ring *r, bool polling);
+bool peach2_shm_ring_consumer_needs_kick(peach2_shm_ring *r);
+
 /* NULL, or why the ring is broken (the peer broke its rules); a broken
  * ring moves no more bytes: drop the connection. */
 const char *peach2_shm_ring_error(const peach2_shm_ring *r);

@@ -114,6 +114,9 @@ void peach2_core_link_attach(peach2_core* core, unsigned port) {
 void peach2_core_link_connected(peach2_core* core, unsigned port, bool connected) {
     guarded(core, [&] { core->card.links().connected(port, connected); });
 }
+void peach2_core_link_shared_memory(peach2_core* core, unsigned port, bool shm) {
+    guarded(core, [&] { core->card.links().shared_memory(port, shm); });
+}
 bool peach2_core_link_receive(peach2_core* core, unsigned port, const void* buf, size_t len) {
     return guarded(
         core,

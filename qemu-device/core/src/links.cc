@@ -56,7 +56,7 @@ uint32_t Links::link_reg(unsigned port) const {
         v |= PEACH2_LINK_UP | (l.peer_port << PEACH2_LINK_PEER_PORT_SHIFT) |
              (l.peer_node << PEACH2_LINK_PEER_NODE_SHIFT);
     if (l.connected)
-        v |= PEACH2_LINK_CONNECTED;
+        v |= PEACH2_LINK_CONNECTED | (l.shm ? PEACH2_LINK_SHM : 0);
     return v;
 }
 
@@ -169,16 +169,23 @@ void Links::connected(unsigned port, bool up) {
     if (!up) {
         down(port, "transport closed");
         l->connected = false;
+        l->shm = false;
         return;
     }
     // A new connection is a new stream: forget the old one completely.
     down(port, "transport reconnected");
     l->connected = true;
+    l->shm = false;  // the host says so once both ends agreed
     l->rx.reset();
     l->rx_seq = 0;
     l->tx.clear();
     l->tx_seq = 0;
     send_hello(port);
+}
+
+void Links::shared_memory(unsigned port, bool shm) {
+    if (Link* l = link(port); l && l->connected)
+        l->shm = shm;
 }
 
 void Links::down(unsigned port, const char* why) {

@@ -35,6 +35,7 @@ struct PortCounters {
 struct Link {
     bool attached = false;   // has a transport (chardev)
     bool connected = false;  // transport is connected
+    bool shm = false;        // ... and its bytes go through shared memory
     bool up = false;         // peer said HELLO
     uint32_t peer_node = 0;
     uint32_t peer_port = 0;
@@ -57,6 +58,7 @@ public:
     // The host's side of the cables (peach2_core.h).
     void attach(unsigned port);
     void connected(unsigned port, bool up);
+    void shared_memory(unsigned port, bool shm);
     bool receive(unsigned port, std::span<const uint8_t> bytes);
     std::span<const uint8_t> tx_peek(unsigned port);
     void tx_consume(unsigned port, size_t n);

@@ -21,6 +21,7 @@ struct Header {
     uint64_t data_size;
     alignas(64) uint64_t head;              // written by the producer
     alignas(64) uint64_t tail;              // written by the consumer
+    uint32_t consumer_polling;              // ... and this (no kick needed)
     alignas(64) uint32_t producer_waiting;  // set by the producer, cleared by the consumer
 };
 static_assert(sizeof(Header) <= PEACH2_SHM_RING_HEADER);
@@ -128,6 +129,23 @@ size_t peach2_shm_ring_write(peach2_shm_ring* r, const void* buf, size_t len) {
         shared(r->hdr->head).store(r->mine, std::memory_order_release);
     }
     return done;
+}
+
+bool peach2_shm_ring_consumer_needs_kick(peach2_shm_ring* r) {
+    // A full fence between the head store (in write, a release store)
+    // and this load: x86 may let a load pass an earlier store, and a
+    // consumer that stops polling clears the flag and then looks at head;
+    // with the fence on both sides one of them sees the other (measured:
+    // without it a ping-pong lost a wake-up within its first messages).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return r && !r->error && shared(r->hdr->consumer_polling).load(std::memory_order_seq_cst) == 0;
+}
+
+size_t peach2_shm_ring_set_polling(peach2_shm_ring* r, bool polling) {
+    if (!r || r->error)
+        return 0;
+    shared(r->hdr->consumer_polling).store(polling ? 1 : 0, std::memory_order_seq_cst);
+    return peach2_shm_ring_readable(r);
 }
 
 size_t peach2_shm_ring_readable(peach2_shm_ring* r) {

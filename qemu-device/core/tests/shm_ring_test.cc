@@ -96,6 +96,22 @@ TEST(ShmRing, FullRingPushesBackAndAsksForAKick) {
     EXPECT_EQ(peach2_shm_ring_readable(s.rx), kData);
 }
 
+TEST(ShmRing, APollingConsumerNeedsNoKickAndLooksOnceMoreWhenItStops) {
+    Shared s;
+    const auto bytes = pattern(8, 1);
+    EXPECT_TRUE(peach2_shm_ring_consumer_needs_kick(s.tx));  // asleep at first
+    EXPECT_EQ(peach2_shm_ring_set_polling(s.rx, true), 0u);
+    ASSERT_EQ(peach2_shm_ring_write(s.tx, bytes.data(), bytes.size()), bytes.size());
+    EXPECT_FALSE(peach2_shm_ring_consumer_needs_kick(s.tx));
+    // Written while it polled, not read yet: stopping says so (no lost wake-up).
+    EXPECT_EQ(peach2_shm_ring_set_polling(s.rx, false), bytes.size());
+    EXPECT_TRUE(peach2_shm_ring_consumer_needs_kick(s.tx));
+    // A broken ring asks for nothing.
+    s.word(kTailOff) = 1ull << 62;
+    EXPECT_EQ(peach2_shm_ring_write(s.tx, bytes.data(), bytes.size()), 0u);
+    EXPECT_FALSE(peach2_shm_ring_consumer_needs_kick(s.tx));
+}
+
 TEST(ShmRing, PeerIndexOutOfRangeBreaksTheRing) {
     {
         Shared s;  // the producer claims more than the ring holds

@@ -21,6 +21,20 @@ TEST_F(TwoCards, HelloBringsBothLinksUpWithPeerIdentity) {
     EXPECT_EQ(lb >> PEACH2_LINK_PEER_NODE_SHIFT, 0u);
     EXPECT_EQ((lb >> PEACH2_LINK_PEER_PORT_SHIFT) & 0xf, static_cast<uint32_t>(PEACH2_PORT_E));
     EXPECT_TRUE(reg(a.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_LINK);
+    EXPECT_FALSE(la & PEACH2_LINK_SHM);
+}
+
+TEST_F(TwoCards, SharedMemoryTransportShowsUntilTheConnectionCloses) {
+    const auto link_e = [&] { return reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)); };
+    peach2_core_link_shared_memory(a.get(), PEACH2_PORT_E, true);
+    EXPECT_TRUE(link_e() & PEACH2_LINK_SHM);
+    EXPECT_TRUE(link_e() & PEACH2_LINK_UP);
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    EXPECT_FALSE(link_e() & (PEACH2_LINK_SHM | PEACH2_LINK_CONNECTED));
+    peach2_core_link_shared_memory(a.get(), PEACH2_PORT_E, true);  // not connected: ignored
+    EXPECT_FALSE(link_e() & PEACH2_LINK_SHM);
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, true);  // a new stream: socket until said
+    EXPECT_EQ(link_e() & (PEACH2_LINK_SHM | PEACH2_LINK_CONNECTED), PEACH2_LINK_CONNECTED);
 }
 
 TEST_F(TwoCards, RemoteStoresArriveIntactAndOnlyWhereAddressed) {

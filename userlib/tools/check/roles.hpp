@@ -10,6 +10,8 @@ int pio_recv(int argc, char** argv);
 int pio_send(int argc, char** argv);
 int pio_bad_node(int argc, char** argv);
 int pio_raw(int argc, char** argv);
+int pio_order_recv(int argc, char** argv);
+int pio_order_send(int argc, char** argv);
 int info(int argc, char** argv);
 
 int dma_recv(int argc, char** argv);
