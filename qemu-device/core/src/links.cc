@@ -88,9 +88,14 @@ peach2_err Links::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_
     hdr.magic = PEACH2_PKT_MAGIC;
     hdr.version = PEACH2_PKT_VERSION;
     hdr.seq = l.tx_seq++;
-    l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     sat_inc(l.counters.tx_pkts);
     l.counters.tx_bytes += payload.size();
+    if (l.fault_drop) {  // lost on the wire: the peer sees the sequence gap
+        --l.fault_drop;
+        sat_inc(l.fault_dropped);
+        return PEACH2_ERR_NONE;
+    }
+    l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     return PEACH2_ERR_NONE;
 }
 
@@ -131,6 +136,20 @@ void Links::tx_consume(unsigned port, size_t n) {
     l->tx.consume(n);
     if (was_backlogged && !backlogged(port))
         card_.links_drained();
+}
+
+void Links::fault_drop(unsigned port, uint32_t n) {
+    if (Link* l = link(port))
+        l->fault_drop = n;
+}
+
+void Links::fault_state(unsigned port, uint32_t& drop_left, uint64_t& dropped) const {
+    drop_left = 0;
+    dropped = 0;
+    if (port >= PEACH2_PORT_E && port <= PEACH2_PORT_S) {
+        drop_left = links_[port].fault_drop;
+        dropped = links_[port].fault_dropped;
+    }
 }
 
 // ---- routing help ----------------------------------------------------------------

@@ -43,6 +43,10 @@ struct Link {
     ByteQueue tx;
     PacketParser rx;
     PortCounters counters;
+    // Host-driven fault injection: the next fault_drop packets queued here
+    // are lost on the wire (after taking their sequence numbers).
+    uint32_t fault_drop = 0;
+    uint64_t fault_dropped = 0;
     explicit Link(size_t limit) : tx(limit) {}
 };
 
@@ -61,6 +65,9 @@ public:
     std::span<const uint8_t> tx_peek(unsigned port);
     void tx_consume(unsigned port, size_t n);
     unsigned tx_pending() const;  // bit (1 << port): bytes to send
+    // Fault injection (peach2_core.h): lose the next n packets of `port`.
+    void fault_drop(unsigned port, uint32_t n);
+    void fault_state(unsigned port, uint32_t& drop_left, uint64_t& dropped) const;
 
     // The card's side.
     // Queue a packet on `port` (filled in: magic, version, seq). Returns
