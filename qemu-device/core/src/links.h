@@ -32,6 +32,13 @@ struct PortCounters {
     uint32_t reg(uint64_t rel) const;
 };
 
+// Who a port is cabled to, as the firmware's topology says.
+struct CabledPeer {
+    uint32_t node = 0, port = 0;
+};
+// Index by port (N unused); nullopt: nothing is cabled there.
+using Cabling = std::array<std::optional<CabledPeer>, PEACH2_NR_PORTS>;
+
 struct Link {
     bool attached = false;   // has a transport (chardev)
     bool connected = false;  // transport is connected
@@ -80,6 +87,10 @@ public:
     // A refused firmware image holds every link down (LINK interrupt on a
     // change); a good one releases them.
     void hold(bool held);
+    // The cabling the applied firmware describes (nullopt: none known, e.g.
+    // default routing): from then on a HELLO must name the peer cabled to
+    // its port; links up to another peer go down.
+    void set_cabling(const std::optional<Cabling>& cabling);
     // The send queue of `port` is so full that DMA through it should wait.
     bool backlogged(unsigned port) const;
     // LINK(E/W/S) and the counters of E, W, S.
@@ -99,6 +110,7 @@ private:
 
     Card& card_;
     bool held_ = false;
+    std::optional<Cabling> cabling_;
     std::array<Link, PEACH2_NR_PORTS> links_;  // index by port; N unused
 };
 
