@@ -99,6 +99,28 @@ private:
     File* any_file() { return files_.empty() ? nullptr : &files_[r(files_.size())]; }
     Buf* any_buf(File& f) { return f.bufs.empty() ? nullptr : &f.bufs[r(f.bufs.size())]; }
     std::uint32_t handle_of(File& f);
+    // An ioctl under the watchdog, tallied under its name: 0 or its errno.
+    int call(const char* name, int fd, unsigned long req, void* arg);
+    // An id this file holds (mostly) or garbage; forget() drops it once the
+    // call that ends it succeeded.
+    template <typename T>
+    struct Pick {
+        std::vector<T>* list;
+        std::size_t i;
+        bool known;
+        T value;
+        void forget() {
+            if (known)
+                list->erase(list->begin() + static_cast<long>(i));
+        }
+    };
+    template <typename T>
+    Pick<T> pick(std::vector<T>& v, T garbage_value) {
+        const bool known = !v.empty() && coin(85);
+        const std::size_t i = known ? r(v.size()) : 0;
+        return Pick<T>{&v, i, known, known ? v[i] : garbage_value};
+    }
+    std::uint32_t garbage32() { return static_cast<std::uint32_t>(garbage()); }
     std::uint64_t valid_size();
     peach2_xfer xfer(File& f);
     std::vector<peach2_xfer> xfers(File& f, std::uint32_t* count);
@@ -168,6 +190,10 @@ long guarded(const char* op, F f) {
     alarm(0);
     errno = e;
     return rc;
+}
+
+int Fuzzer::call(const char* name, int fd, unsigned long req, void* arg) {
+    return result(name, guarded(name, [&] { return ioctl(fd, req, arg); }));
 }
 
 std::uint64_t Fuzzer::garbage() {
@@ -286,7 +312,7 @@ void Fuzzer::op_info() {
         return;
     peach2_info in{};
     void* p = coin(90) ? static_cast<void*>(&in) : reinterpret_cast<void*>(garbage());
-    result("INFO", guarded("INFO", [&] { return ioctl(f->fd, PEACH2_IOC_INFO, p); }));
+    call("INFO", f->fd, PEACH2_IOC_INFO, p);
 }
 
 void Fuzzer::op_alloc() {
@@ -299,7 +325,7 @@ void Fuzzer::op_alloc() {
         a.flags = static_cast<std::uint32_t>(garbage());
     if (coin(3))
         a.reserved[r(2)] = garbage();
-    if (result("ALLOC", guarded("ALLOC", [&] { return ioctl(f->fd, PEACH2_IOC_ALLOC, &a); })) == 0) {
+    if (call("ALLOC", f->fd, PEACH2_IOC_ALLOC, &a) == 0) {
         f->bufs.push_back(Buf{a.handle, a.size, a.mmap_offset, false});
         allocated_ += a.size;
     }
@@ -310,7 +336,7 @@ void Fuzzer::op_free() {
     if (!f)
         return;
     peach2_free fr{handle_of(*f), coin(95) ? 0u : static_cast<std::uint32_t>(garbage())};
-    if (result("FREE", guarded("FREE", [&] { return ioctl(f->fd, PEACH2_IOC_FREE, &fr); })) == 0) {
+    if (call("FREE", f->fd, PEACH2_IOC_FREE, &fr) == 0) {
         auto it = std::find_if(f->bufs.begin(), f->bufs.end(),
                                [&](const Buf& b) { return b.handle == fr.handle; });
         if (it != f->bufs.end()) {
@@ -332,7 +358,7 @@ void Fuzzer::op_chunks() {
     c.first = static_cast<std::uint32_t>(coin(80) ? r(3) : garbage());
     c.count = static_cast<std::uint32_t>(coin(80) ? r(9) : garbage());
     c.chunks = coin(85) ? reinterpret_cast<std::uint64_t>(out.data()) : garbage();
-    result("CHUNKS", guarded("CHUNKS", [&] { return ioctl(f->fd, PEACH2_IOC_CHUNKS, &c); }));
+    call("CHUNKS", f->fd, PEACH2_IOC_CHUNKS, &c);
 }
 
 void Fuzzer::op_chain_create() {
@@ -344,9 +370,7 @@ void Fuzzer::op_chain_create() {
     c.xfers = coin(95) ? reinterpret_cast<std::uint64_t>(v.data()) : garbage();
     c.flags = coin(85) ? static_cast<std::uint32_t>(r(4)) & (PEACH2_DMA_HOST_DESC | PEACH2_DMA_REG_MODE)
                        : static_cast<std::uint32_t>(garbage());
-    if (result("CHAIN_CREATE", guarded("CHAIN_CREATE", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_CHAIN_CREATE, &c);
-               })) == 0)
+    if (call("CHAIN_CREATE", f->fd, PEACH2_IOC_CHAIN_CREATE, &c) == 0)
         f->chains.push_back(c.chain);
 }
 
@@ -354,14 +378,10 @@ void Fuzzer::op_chain_destroy() {
     File* f = any_file();
     if (!f)
         return;
-    peach2_chain_destroy d{};
-    const bool known = !f->chains.empty() && coin(85);
-    const std::size_t i = known ? r(f->chains.size()) : 0;
-    d.chain = known ? f->chains[i] : static_cast<std::uint32_t>(garbage());
-    if (result("CHAIN_DESTROY", guarded("CHAIN_DESTROY", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_CHAIN_DESTROY, &d);
-               })) == 0 && known)
-        f->chains.erase(f->chains.begin() + static_cast<long>(i));
+    auto k = pick(f->chains, garbage32());
+    peach2_chain_destroy d{k.value, 0};
+    if (call("CHAIN_DESTROY", f->fd, PEACH2_IOC_CHAIN_DESTROY, &d) == 0)
+        k.forget();
 }
 
 void Fuzzer::op_dma_start() {
@@ -385,9 +405,7 @@ void Fuzzer::op_dma_start() {
         s.flags |= PEACH2_DMA_HOST_DESC;
     if (coin(5))
         s.flags = static_cast<std::uint32_t>(garbage());
-    if (result("DMA_START", guarded("DMA_START", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_DMA_START, &s);
-               })) == 0 || (errno == ETIMEDOUT && s.ticket))
+    if (call("DMA_START", f->fd, PEACH2_IOC_DMA_START, &s) == 0 || (errno == ETIMEDOUT && s.ticket))
         if (!(s.flags & PEACH2_DMA_WAIT) && f->tickets.size() < 64)
             f->tickets.push_back(s.ticket);
 }
@@ -396,15 +414,12 @@ void Fuzzer::op_dma_wait() {
     File* f = any_file();
     if (!f)
         return;
+    auto k = pick(f->tickets, garbage());
     peach2_dma_wait w{};
-    const bool known = !f->tickets.empty() && coin(85);
-    const std::size_t i = known ? r(f->tickets.size()) : 0;
-    w.ticket = known ? f->tickets[i] : garbage();
+    w.ticket = k.value;
     w.timeout_ms = static_cast<std::uint32_t>(r(100));
-    if (result("DMA_WAIT", guarded("DMA_WAIT", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_DMA_WAIT, &w);
-               })) == 0 && known)
-        f->tickets.erase(f->tickets.begin() + static_cast<long>(i));
+    if (call("DMA_WAIT", f->fd, PEACH2_IOC_DMA_WAIT, &w) == 0)
+        k.forget();
 }
 
 void Fuzzer::op_export() {
@@ -417,7 +432,7 @@ void Fuzzer::op_export() {
     e.flags = static_cast<std::uint32_t>(coin(90) ? 1 + r(3) : garbage());
     e.offset = b && coin(80) ? r(b->size) : garbage();
     e.len = b && coin(80) ? 1 + r(b->size) : garbage();
-    if (result("EXPORT", guarded("EXPORT", [&] { return ioctl(f->fd, PEACH2_IOC_EXPORT, &e); })) == 0)
+    if (call("EXPORT", f->fd, PEACH2_IOC_EXPORT, &e) == 0)
         f->exports.push_back(e.export_id);
 }
 
@@ -425,14 +440,10 @@ void Fuzzer::op_unexport() {
     File* f = any_file();
     if (!f)
         return;
-    peach2_unexport u{};
-    const bool known = !f->exports.empty() && coin(85);
-    const std::size_t i = known ? r(f->exports.size()) : 0;
-    u.export_id = known ? f->exports[i] : static_cast<std::uint32_t>(garbage());
-    if (result("UNEXPORT", guarded("UNEXPORT", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_UNEXPORT, &u);
-               })) == 0 && known)
-        f->exports.erase(f->exports.begin() + static_cast<long>(i));
+    auto k = pick(f->exports, garbage32());
+    peach2_unexport u{k.value, 0};
+    if (call("UNEXPORT", f->fd, PEACH2_IOC_UNEXPORT, &u) == 0)
+        k.forget();
 }
 
 // READ, CAS, FAA and LOOKUP to any node (this one included), mostly with
@@ -464,7 +475,7 @@ void Fuzzer::op_rp_submit() {
     }
     if (coin(5))
         s.flags = static_cast<std::uint32_t>(garbage());
-    result("RP_SUBMIT", guarded("RP_SUBMIT", [&] { return ioctl(f->fd, PEACH2_IOC_RP_SUBMIT, &s); }));
+    call("RP_SUBMIT", f->fd, PEACH2_IOC_RP_SUBMIT, &s);
 }
 
 void Fuzzer::op_pin_area() {
@@ -504,7 +515,7 @@ void Fuzzer::op_pin() {
         p.len = kPage;
     if (coin(3))
         p.flags = static_cast<std::uint32_t>(garbage());
-    if (result("PIN", guarded("PIN", [&] { return ioctl(f->fd, PEACH2_IOC_PIN, &p); })) == 0) {
+    if (call("PIN", f->fd, PEACH2_IOC_PIN, &p) == 0) {
         f->bufs.push_back(Buf{p.handle, p.size, 0, true});
         allocated_ += p.size;
     }
@@ -524,7 +535,7 @@ void Fuzzer::op_publish() {
     p.group = static_cast<std::uint32_t>(rng_());
     for (auto& c : p.info)
         c = static_cast<std::uint8_t>(rng_());
-    if (result("PUBLISH", guarded("PUBLISH", [&] { return ioctl(f->fd, PEACH2_IOC_PUBLISH, &p); })) == 0)
+    if (call("PUBLISH", f->fd, PEACH2_IOC_PUBLISH, &p) == 0)
         f->names.emplace_back(p.kind, p.name);
 }
 
@@ -532,15 +543,10 @@ void Fuzzer::op_unpublish() {
     File* f = any_file();
     if (!f)
         return;
-    peach2_unpublish u{};
-    const bool known = !f->names.empty() && coin(85);
-    const std::size_t i = known ? r(f->names.size()) : 0;
-    u.kind = known ? f->names[i].first : static_cast<std::uint32_t>(garbage());
-    u.name = known ? f->names[i].second : static_cast<std::uint32_t>(garbage());
-    if (result("UNPUBLISH", guarded("UNPUBLISH", [&] {
-                   return ioctl(f->fd, PEACH2_IOC_UNPUBLISH, &u);
-               })) == 0 && known)
-        f->names.erase(f->names.begin() + static_cast<long>(i));
+    auto k = pick(f->names, std::pair(garbage32(), garbage32()));
+    peach2_unpublish u{k.value.first, k.value.second};
+    if (call("UNPUBLISH", f->fd, PEACH2_IOC_UNPUBLISH, &u) == 0)
+        k.forget();
 }
 
 // Numbers the driver does not know, known numbers with another size or
@@ -559,7 +565,7 @@ void Fuzzer::op_bad_ioctl() {
     default: cmd = TCGETS; break;
     }
     void* p = coin(80) ? static_cast<void*>(arg.data()) : reinterpret_cast<void*>(garbage());
-    result("bad ioctl", guarded("bad ioctl", [&] { return ioctl(f->fd, cmd, p); }));
+    call("bad ioctl", f->fd, cmd, p);
 }
 
 void Fuzzer::op_mmap() {
