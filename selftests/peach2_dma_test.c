@@ -1572,7 +1572,7 @@ FIXTURE_TEARDOWN(unbind)
 	if (self->fd >= 0)
 		close(self->fd);
 	if (self->unbound)
-		write_sysfs(SYSFS_DRIVER "/bind", self->pci_addr);
+		rebind_card(self->pci_addr);
 }
 
 /* Unbind aborts the channels: waiters wake with DMA_ABORTED, then every
@@ -1581,10 +1581,9 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
 {
 	struct peach2_dma_start s;
 	struct peach2_xfer *x;
-	struct stat st;
 	struct big g;
 	uint32_t id;
-	int status, k, fd, pipefd[2];
+	int status, fd, pipefd[2];
 	pid_t pid;
 	char c;
 
@@ -1633,10 +1632,8 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
 	ASSERT_EQ(0, close(self->fd));
 	self->fd = -1;
 
-	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/bind", self->pci_addr));
+	ASSERT_EQ(0, rebind_card(self->pci_addr));
 	self->unbound = 0;
-	for (k = 0; k < 200 && stat(dev_path(), &st); k++)
-		usleep(10000);
 	fd = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_TRUE(dma_all_idle());
@@ -1690,8 +1687,7 @@ TEST_F_TIMEOUT(unbind, dma_at_own_bars, 60)
 	uint16_t cmd;
 	uint32_t st;
 	uint64_t here;
-	int i, rfd, cfd, fd, k;
-	struct stat sb;
+	int i, rfd, cfd, fd;
 
 	SKIP_UNLESS_UNBIND_OPTED_IN();
 	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_INFO, &info));
@@ -1745,10 +1741,8 @@ TEST_F_TIMEOUT(unbind, dma_at_own_bars, 60)
 	close(rfd);
 	close(cfd);
 
-	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/bind", self->pci_addr));
+	ASSERT_EQ(0, rebind_card(self->pci_addr));
 	self->unbound = 0;
-	for (k = 0; k < 200 && stat(dev_path(), &sb); k++)
-		usleep(10000);
 	fd = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_TRUE(dma_all_idle());
