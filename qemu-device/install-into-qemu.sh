@@ -24,9 +24,11 @@ done
 for f in "$here"/core/include/*.h; do
   put "$f" "$misc/peach2/include/$(basename "$f")"
 done
-# The firmware image parser: the card validates images with it.
-put "$top/firmware/lib/fw_image.cc" "$misc/peach2/fw_image.cc"
-put "$top/firmware/lib/fw_image.h" "$misc/peach2/fw_image.h"
+# The firmware image parser: the card validates images with it (and reads
+# its cabling from the topology, to check HELLOs against it).
+for f in fw_image.cc fw_image.h topology.cc topology.h; do
+  put "$top/firmware/lib/$f" "$misc/peach2/$f"
+done
 # The card trace's format and recorder (model/trace): the card records with them.
 for f in trace_format.h trace_format.cc trace_recorder.h trace_recorder.cc; do
   put "$top/model/trace/$f" "$misc/peach2/$f"

@@ -60,9 +60,12 @@ import weakref
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mgmtnet  # noqa: E402  (scripts/mgmtnet.py)
+import qmp  # noqa: E402  (scripts/qmp.py)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTS = ("E", "W", "S")
+DEVICE_ID = "peach2"  # QOM path /machine/peripheral/peach2 (fault injection)
+FAULTS = ("cut", "restore", "drop", "delay", "stall", "unstall")
 READY_RE = re.compile(rb"PEACH2-READY node=(\S+)\r?\n")
 RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
 BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
@@ -238,6 +241,7 @@ def node_paths(run_dir, i, boot=0):
         "stderr": os.path.join(run_dir, "qemu-%d%s.log" % (i, sfx)),
         "chan": os.path.join(run_dir, "chan-%d.sock" % i),
         "info": os.path.join(run_dir, "info-%d.sock" % i),  # status channel (ttyS2)
+        "qmp": os.path.join(run_dir, "qmp-%d.sock" % i),    # QMP: fault injection
         "chanlog": os.path.join(run_dir, "chan-%d%s.log" % (i, sfx)),
     }
 
@@ -298,7 +302,7 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
     link_transport: "shm" (unix-socket cables carry their data through shared memory)
     or "socket" (the socket carries everything; TCP cables always do)."""
     p = node_paths(run_dir, i, boot)
-    for k in ("console", "chan", "info"):
+    for k in ("console", "chan", "info", "qmp"):
         _check_path(p[k])
     cargs, props = link_args(i, n, run_dir, cables, tcp_ports)
     append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
@@ -318,11 +322,12 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
             "-serial", "chardev:cmd",
             "-chardev", "socket,id=info,path=%s,server=on,wait=off" % p["info"],
             "-serial", "chardev:info",
+            "-qmp", "unix:%s,server=on,wait=off" % p["qmp"],
             "-global", "q35-pcihost.pci-hole64-size=64G"]
     for d in FIRMWARE_DIRS:
         argv += ["-L", d]
     if with_device:
-        dev = {"node-id": i, "nodes": n,
+        dev = {"id": DEVICE_ID, "node-id": i, "nodes": n,
                "link-shm": "on" if link_transport == "shm" and not tcp_ports else "off"}
         dev.update(props)
         dev.update(device_props or {})
@@ -913,6 +918,39 @@ class Cluster:
         self._wait_ready([node], deadline)
         return node.boot_time
 
+    # -- fault injection (docs/hardware.md §5) ----------------------------------
+    def fault(self, node, action, port, arg=None):
+        """Inject a fault at node's card, port E/W/S, through QMP qom-set:
+        cut / restore (the cable), drop N (lose the next N packets sent), delay MS
+        (the port sends nothing for MS ms), stall / unstall (the card stops reading)."""
+        if action not in FAULTS or port not in PORTS:
+            raise ValueError("fault: action one of %s, port one of %s"
+                             % (", ".join(FAULTS), ", ".join(PORTS)))
+        if (arg is None) != (action not in ("drop", "delay")):
+            raise ValueError("fault %s: %s" % (action, "needs a number" if arg is None
+                                               else "takes no number"))
+        value = "%s %s" % (action, port) + ("" if arg is None else " %d" % arg)
+        self._qom(node, "qom-set", value=value)
+
+    def fault_state(self, node):
+        """The card's fault state: {port: {"cut": 0|1, "stalled", "held_ms", "drop_left",
+        "dropped"}}."""
+        text = self._qom(node, "qom-get")
+        out = {}
+        for part in text.split(";"):
+            port, _, fields = part.strip().partition(":")
+            out[port] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
+        return out
+
+    def _qom(self, node, command, **args):
+        path = self._node(node).paths["qmp"]
+        try:
+            with qmp.QMP(path) as q:
+                return q.command(command, path="/machine/peripheral/" + DEVICE_ID,
+                                 property="fault", **args)
+        except (qmp.QMPError, OSError) as e:
+            raise ClusterError("node%d: %s" % (node, e))
+
     # -- commands ------------------------------------------------------------
     def run(self, node, cmd, timeout=60):
         """Run one shell command line on a node: (rc, output with stdout+stderr)."""
@@ -1080,6 +1118,23 @@ def _print_status(c, picture):
     return st
 
 
+def _fault_command(c, words):
+    """:fault <node> [action port [n]]"""
+    if not words or not words[0].isdigit():
+        print("usage: :fault <node> [%s <E|W|S> [n]]" % "|".join(FAULTS))
+        return
+    node = int(words[0])
+    if len(words) > 1:
+        try:
+            arg = int(words[3]) if len(words) > 3 else None
+            c.fault(node, words[1], words[2] if len(words) > 2 else "?", arg)
+        except ValueError as e:
+            print("error: %s" % e)
+            return
+    for port, st in c.fault_state(node).items():
+        print("node%d %s: %s" % (node, port, " ".join("%s=%d" % kv for kv in st.items())))
+
+
 def _interactive(c):
     try:
         import readline  # noqa: F401  (line editing and history for input())
@@ -1089,7 +1144,9 @@ def _interactive(c):
     print("cluster of %d node(s); run dir %s" % (c.n, c.run_dir))
     print("commands run on the current node; ':node <i>' switches, ':all <cmd>' runs on "
           "every node, ':console [<i>]' shows the console tail, ':status [FILE.png|svg]' "
-          "shows every card and cable, ':quit' (or EOF) stops.")
+          "shows every card and cable, ':fault <i> cut|restore|stall|unstall <port>' or "
+          "':fault <i> drop|delay <port> <n>' injects a fault (no args: the state), "
+          "':quit' (or EOF) stops.")
     while True:
         try:
             line = input("node%d> " % cur)
@@ -1118,6 +1175,9 @@ def _interactive(c):
                 continue
             if line.startswith(":status"):
                 _print_status(c, line[7:].strip() or None)
+                continue
+            if line.startswith(":fault"):
+                _fault_command(c, line[6:].split())
                 continue
             if line.startswith(":console"):
                 arg = line[8:].strip()

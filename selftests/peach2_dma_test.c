@@ -1572,7 +1572,7 @@ FIXTURE_TEARDOWN(unbind)
 	if (self->fd >= 0)
 		close(self->fd);
 	if (self->unbound)
-		write_sysfs(SYSFS_DRIVER "/bind", self->pci_addr);
+		rebind_card(self->pci_addr);
 }
 
 /* Unbind aborts the channels: waiters wake with DMA_ABORTED, then every
@@ -1581,10 +1581,9 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
 {
 	struct peach2_dma_start s;
 	struct peach2_xfer *x;
-	struct stat st;
 	struct big g;
 	uint32_t id;
-	int status, k, fd, pipefd[2];
+	int status, fd, pipefd[2];
 	pid_t pid;
 	char c;
 
@@ -1633,10 +1632,117 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
 	ASSERT_EQ(0, close(self->fd));
 	self->fd = -1;
 
-	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/bind", self->pci_addr));
+	ASSERT_EQ(0, rebind_card(self->pci_addr));
 	self->unbound = 0;
-	for (k = 0; k < 200 && stat(dev_path(), &st); k++)
+	fd = open(dev_path(), O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_TRUE(dma_all_idle());
+	close(fd);
+}
+
+/*
+ * A DMA aimed at the card's own BARs (issue 14: the device's re-entrancy
+ * guard). With the driver unbound, root drives channel 0 itself through
+ * sysfs resource0 (bus mastering on): a register-mode run whose source is
+ * the card's own BAR 2, and a chain whose head is a host address inside its
+ * own BAR 0. QEMU's memory core refuses a device's access to itself: each
+ * run ends with ERROR and DMA_READ, QEMU keeps running, and the driver then
+ * binds to a working card. A control run from guest RAM gets past the read
+ * (it ends on the empty inbound filter instead), so the refusal is the
+ * BAR's, not a bus-mastering one.
+ */
+static uint32_t own_bar_run(volatile uint32_t *regs, uint32_t ctrl,
+			    uint64_t src, uint64_t dst, uint64_t head)
+{
+	volatile uint32_t *ch = regs + PEACH2_REG_DMA(0, 0) / 4;
+	uint32_t st = 0;
+	int k;
+
+	ch[PEACH2_DMA_STATUS / 4] = PEACH2_DMA_ST_ENDED;
+	ch[PEACH2_DMA_SRC_LO / 4] = (uint32_t)src;
+	ch[PEACH2_DMA_SRC_HI / 4] = (uint32_t)(src >> 32);
+	ch[PEACH2_DMA_DST_LO / 4] = (uint32_t)dst;
+	ch[PEACH2_DMA_DST_HI / 4] = (uint32_t)(dst >> 32);
+	ch[PEACH2_DMA_LEN / 4] = 64;
+	ch[PEACH2_DMA_BLOCK / 4] = 0;
+	ch[PEACH2_DMA_FLAGS / 4] = 0;
+	ch[PEACH2_DMA_HEAD_LO / 4] = (uint32_t)head;
+	ch[PEACH2_DMA_HEAD_HI / 4] = (uint32_t)(head >> 32);
+	ch[PEACH2_DMA_CTRL / 4] = ctrl;
+	for (k = 0; k < 500; k++) {
+		st = ch[PEACH2_DMA_STATUS / 4];
+		if (st & PEACH2_DMA_ST_ENDED)
+			break;
 		usleep(10000);
+	}
+	return st;
+}
+
+TEST_F_TIMEOUT(unbind, dma_at_own_bars, 60)
+{
+	unsigned long long start[6] = { 0 }, end, flags;
+	char path[PATH_MAX], text[1024], *line;
+	struct peach2_info info;
+	volatile uint32_t *regs;
+	uint16_t cmd;
+	uint32_t st;
+	uint64_t here;
+	int i, rfd, cfd, fd;
+
+	SKIP_UNLESS_UNBIND_OPTED_IN();
+	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_INFO, &info));
+	here = PEACH2_NODE_BASE(info.node_id) + 0x1000;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", self->pci_addr);
+	ASSERT_LT(0, read_sysfs(path, text, sizeof(text)));
+	for (i = 0, line = text; i < 6 && line && *line; i++) {
+		ASSERT_EQ(3, sscanf(line, "%llx %llx %llx", &start[i], &end, &flags));
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	ASSERT_NE(0ULL, start[PEACH2_BAR_REGS]);
+	ASSERT_NE(0ULL, start[PEACH2_BAR_CARDMEM]);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/unbind", self->pci_addr));
+	self->unbound = 1;
+
+	/* Memory space and bus mastering, which the unbind switched off. */
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", self->pci_addr);
+	cfd = open(path, O_RDWR);
+	ASSERT_LE(0, cfd);
+	ASSERT_EQ(2, pread(cfd, &cmd, 2, 4));
+	cmd |= 0x6;
+	ASSERT_EQ(2, pwrite(cfd, &cmd, 2, 4));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", self->pci_addr);
+	rfd = open(path, O_RDWR | O_SYNC);
+	ASSERT_LE(0, rfd);
+	regs = mmap(NULL, PEACH2_REGS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	ASSERT_NE(MAP_FAILED, regs);
+
+	/* Control: from guest RAM the read succeeds. */
+	st = own_bar_run(regs, PEACH2_DMA_CTRL_START_REG, 0x100000, here, 0);
+	ASSERT_NE(0U, st & PEACH2_DMA_ST_ERROR) TH_LOG("status 0x%x", st);
+	ASSERT_NE((uint32_t)PEACH2_ERR_DMA_READ, (st & PEACH2_DMA_ST_CODE) >> PEACH2_DMA_ST_CODE_SHIFT);
+	/* The source in its own card memory, then in its own registers. */
+	for (i = 0; i < 2; i++) {
+		uint64_t src = start[i ? PEACH2_BAR_REGS : PEACH2_BAR_CARDMEM];
+
+		st = own_bar_run(regs, PEACH2_DMA_CTRL_START_REG, src, here, 0);
+		ASSERT_NE(0U, st & PEACH2_DMA_ST_ERROR) TH_LOG("status 0x%x", st);
+		ASSERT_EQ((uint32_t)PEACH2_ERR_DMA_READ,
+			  (st & PEACH2_DMA_ST_CODE) >> PEACH2_DMA_ST_CODE_SHIFT);
+	}
+	/* A chain whose descriptors would be fetched from its own registers. */
+	st = own_bar_run(regs, PEACH2_DMA_CTRL_START_CHAIN, 0, 0,
+			 start[PEACH2_BAR_REGS] | PEACH2_DMA_HEAD_HOST);
+	ASSERT_NE(0U, st & PEACH2_DMA_ST_ERROR) TH_LOG("status 0x%x", st);
+	ASSERT_EQ((uint32_t)PEACH2_ERR_DMA_READ, (st & PEACH2_DMA_ST_CODE) >> PEACH2_DMA_ST_CODE_SHIFT);
+	munmap((void *)regs, PEACH2_REGS_SIZE);
+	close(rfd);
+	close(cfd);
+
+	ASSERT_EQ(0, rebind_card(self->pci_addr));
+	self->unbound = 0;
 	fd = open(dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_TRUE(dma_all_idle());

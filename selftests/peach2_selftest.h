@@ -199,4 +199,24 @@ static inline int card_pci_addr(char *out, size_t size)
 	return 0;
 }
 
+/*
+ * Bind the driver to the card again and wait for its device node: the
+ * kernel (devtmpfs) creates it root's, mode 0600, and the guest's device
+ * manager (mdev -d: root:tca 0660) changes that a little later; the next
+ * test must not race it (its own chmod would be undone). Waits up to 2 s
+ * for the change, so no device manager at all costs 2 s. 0 or -errno.
+ */
+static inline int rebind_card(const char *pci_addr)
+{
+	struct stat st;
+	int k, ret = write_sysfs(SYSFS_DRIVER "/bind", pci_addr);
+
+	for (k = 0; !ret && k < 200 && stat(dev_path(), &st); k++)
+		usleep(10000);
+	for (k = 0; !ret && k < 200 && !stat(dev_path(), &st) &&
+	     (st.st_mode & 07777) == 0600; k++)
+		usleep(10000);
+	return ret;
+}
+
 #endif /* PEACH2_SELFTEST_H */

@@ -205,3 +205,22 @@ def test_a_peer_that_never_reads_stalls_only_its_own_link(rc):
     out = check(c, 0, "tca_check dma chain --descs 64 --starts 2", timeout=300)
     assert "PASS" in out.strip().splitlines()[-1], out
     print("local chain (3 x 1 MiB) with W backed up: %.1f s" % took)
+
+
+def test_a_peer_must_be_the_one_the_firmware_cables_there(rc):
+    """With a firmware image applied, a HELLO must name the node and port its topology
+    cables to that port. ring:3 cables node 0's W to node 2's E; a rogue there claiming
+    node 1's E port (which no link of node 0 has) used to be taken, and under default
+    routing such a claim on a port tried before the honest one attracts node 1's traffic."""
+    c = rc
+    check(c, 0, "echo peach2/ring-3.bin > /sys/class/peach2/peach2-0/fw_load")
+    assert sysfs_read(c, 0, "fw_topology") == "ring:3"
+    b0, b1 = errors(c, 0), errors(c, 1)
+    with rogue(c) as r:
+        r.hello(1, NODES, port="E")
+        wait_until(lambda: grew(b0, errors(c, 0), "BAD_PACKET") >= 1, timeout=20,
+                   what="the spoofed HELLO counted")
+        assert not sysfs_read(c, 0, "link_w").startswith("up")
+        rogue_up(c, r)  # the peer the firmware cables there is taken
+    assert grew(b0, errors(c, 0), "BAD_PACKET") == 1
+    honest_link_intact(c, b0, b1)

@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
@@ -80,6 +81,15 @@ typedef struct Peach2Shm {
     uint8_t *bounce;            /* the peer's bytes, copied out of its ring */
 } Peach2Shm;
 
+/* Faults the host injects with qom-set (docs/hardware.md §5). */
+typedef struct Peach2Fault {
+    bool cut;           /* the cable is cut: every connection is dropped */
+    bool stalled;       /* this card does not read the port */
+    int64_t hold_until; /* QEMU_CLOCK_REALTIME ns: the port sends nothing */
+    QEMUTimer *hold_timer;
+    QEMUBH *cut_bh;     /* drops the connection outside chardev callbacks */
+} Peach2Fault;
+
 typedef struct Peach2Port {
     Peach2State *dev;
     unsigned port;
@@ -89,6 +99,7 @@ typedef struct Peach2Port {
     bool first_bytes;   /* the peer's transport (offer or packets) unknown */
     Peach2Shm shm;
     unsigned shm_failures;
+    Peach2Fault fault;
 } Peach2Port;
 
 struct Peach2State {
@@ -366,6 +377,9 @@ static void peach2_shm_receive(Peach2Port *p)
     size_t total = 0;
     bool kick = false, was, ok;
 
+    if (p->fault.stalled) {
+        return; /* read when the stall ends */
+    }
     while (m->rx && total < PEACH2_SHM_RX_BUDGET) {
         bool room;
         size_t n = peach2_shm_ring_read(m->rx, m->bounce, PEACH2_RX_CHUNK,
@@ -722,6 +736,10 @@ static void peach2_port_drain(Peach2Port *p)
 {
     peach2_core *core = p->dev->core;
 
+    if (p->fault.hold_until &&
+        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < p->fault.hold_until) {
+        return; /* a delay injected by the host: its timer drains */
+    }
     if (p->shm_on) {
         peach2_shm_send(p);
         return;
@@ -812,7 +830,9 @@ static void peach2_wc_timer(void *opaque)
 
 static int peach2_port_can_receive(void *opaque)
 {
-    return PEACH2_RX_CHUNK;
+    Peach2Port *p = opaque;
+
+    return p->fault.stalled ? 0 : PEACH2_RX_CHUNK;
 }
 
 /* Bytes of the socket path; false when they broke the stream (dropped). */
@@ -853,6 +873,10 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     trace_peach2_link_event(p->dev->node_id, p->port, event);
     switch (event) {
     case CHR_EVENT_OPENED:
+        if (p->fault.cut) {
+            qemu_bh_schedule(p->fault.cut_bh); /* no link through a cut */
+            break;
+        }
         peach2_shm_close(p); /* a new stream: nothing of the old one */
         p->first_bytes = true;
         if (p->dev->link_shm) {
@@ -873,6 +897,120 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     default:
         break;
     }
+}
+
+/* ---- fault injection (host-driven) ------------------------------------
+ *
+ * Writable at run time through the string property "fault" (QMP/HMP
+ * qom-set), one command per write; reading it gives every port's state.
+ * docs/hardware.md §5 "Fault injection" says what each does to the cards.
+ */
+
+static void peach2_fault_cut_bh(void *opaque)
+{
+    Peach2Port *p = opaque;
+
+    if (p->fault.cut) {
+        qemu_chr_fe_disconnect(&p->chr);
+    }
+}
+
+static void peach2_fault_hold_end(void *opaque)
+{
+    Peach2Port *p = opaque;
+
+    p->fault.hold_until = 0;
+    peach2_port_drain(p);
+}
+
+static char *peach2_fault_get(Object *obj, Error **errp)
+{
+    Peach2State *s = PEACH2(obj);
+    GString *out = g_string_new("");
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Port *p = &s->ports[i];
+        uint32_t drop_left = 0;
+        uint64_t dropped = 0;
+        int64_t held = p->fault.hold_until > now ? p->fault.hold_until - now : 0;
+
+        if (s->core) {
+            peach2_core_link_fault_state(s->core, i, &drop_left, &dropped);
+        }
+        g_string_append_printf(out, "%s%c: cut=%d stalled=%d held_ms=%" PRId64
+                               " drop_left=%u dropped=%" PRIu64,
+                               i == PEACH2_PORT_E ? "" : "; ", "NEWS"[i],
+                               p->fault.cut, p->fault.stalled,
+                               held / SCALE_MS, drop_left, dropped);
+    }
+    return g_string_free(out, false);
+}
+
+/*
+ * "cut P", "restore P", "drop P N", "delay P MS", "stall P", "unstall P";
+ * P is E, W or S.
+ */
+static void peach2_fault_set(Object *obj, const char *value, Error **errp)
+{
+    static const char usage[] = "expected 'cut P', 'restore P', 'drop P N', "
+        "'delay P MS', 'stall P' or 'unstall P' with P one of E, W, S";
+    Peach2State *s = PEACH2(obj);
+    g_auto(GStrv) w = g_strsplit(value, " ", 0);
+    guint n = g_strv_length(w);
+    const char *ports = "NEWS";
+    const char *at;
+    uint64_t arg = 0;
+    Peach2Port *p;
+    bool needs_arg;
+
+    if (!s->core) {
+        error_setg(errp, "peach2: fault injection needs a realized device");
+        return;
+    }
+    if (n < 2 || strlen(w[1]) != 1 || !(at = strchr(ports + 1, w[1][0]))) {
+        error_setg(errp, "peach2: fault '%s': %s", value, usage);
+        return;
+    }
+    p = &s->ports[at - ports];
+    needs_arg = !strcmp(w[0], "drop") || !strcmp(w[0], "delay");
+    if (n != (needs_arg ? 3u : 2u) ||
+        (needs_arg && (qemu_strtou64(w[2], NULL, 10, &arg) < 0 ||
+                       arg > UINT32_MAX))) {
+        error_setg(errp, "peach2: fault '%s': %s (N, MS: 0 .. %u)", value,
+                   usage, UINT32_MAX);
+        return;
+    }
+    if (!qemu_chr_fe_backend_connected(&p->chr)) {
+        error_setg(errp, "peach2: fault '%s': port %s has no cable", value,
+                   w[1]);
+        return;
+    }
+    if (!strcmp(w[0], "cut")) {
+        p->fault.cut = true;
+        qemu_bh_schedule(p->fault.cut_bh);
+    } else if (!strcmp(w[0], "restore")) {
+        p->fault.cut = false; /* the client end reconnects within a second */
+    } else if (!strcmp(w[0], "drop")) {
+        peach2_core_link_fault_drop(s->core, p->port, arg);
+    } else if (!strcmp(w[0], "delay")) {
+        p->fault.hold_until = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                              arg * SCALE_MS;
+        timer_mod(p->fault.hold_timer, p->fault.hold_until);
+    } else if (!strcmp(w[0], "stall")) {
+        p->fault.stalled = true;
+    } else if (!strcmp(w[0], "unstall")) {
+        p->fault.stalled = false;
+        qemu_chr_fe_accept_input(&p->chr);
+        peach2_shm_receive(p);
+        peach2_send_queued(s);
+    } else {
+        error_setg(errp, "peach2: fault '%s': %s", value, usage);
+        return;
+    }
+    info_report("peach2 node %u: fault injected: %s", s->node_id, value);
+    trace_peach2_fault(s->node_id, value);
 }
 
 /* ---- MMIO -------------------------------------------------------------- */
@@ -1143,6 +1281,9 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         if (!qemu_chr_fe_backend_connected(&p->chr)) {
             continue;
         }
+        p->fault.cut_bh = qemu_bh_new(peach2_fault_cut_bh, p);
+        p->fault.hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                           peach2_fault_hold_end, p);
         peach2_core_link_attach(s->core, i);
         qemu_chr_fe_set_handlers(&p->chr, peach2_port_can_receive,
                                  peach2_port_receive, peach2_port_event,
@@ -1162,6 +1303,11 @@ static void peach2_exit(PCIDevice *pdev)
         }
         peach2_shm_close(&s->ports[i]);
         qemu_chr_fe_deinit(&s->ports[i].chr, false);
+        if (s->ports[i].fault.cut_bh) {
+            qemu_bh_delete(s->ports[i].fault.cut_bh);
+            timer_free(s->ports[i].fault.hold_timer);
+            s->ports[i].fault.cut_bh = NULL;
+        }
     }
     msix_uninit(pdev, &s->bar0, &s->bar0);
     if (s->service_bh) {
@@ -1248,6 +1394,12 @@ static void peach2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "link-shm",
         "carry unix-socket cables through shared memory (same host); set "
         "the same at both ends of a cable; off: the socket carries all");
+    object_class_property_add_str(klass, "fault", peach2_fault_get,
+                                  peach2_fault_set);
+    object_class_property_set_description(klass, "fault",
+        "fault injection at run time (qom-set): 'cut P', 'restore P', "
+        "'drop P N', 'delay P MS', 'stall P', 'unstall P' (P: E, W, S); "
+        "reading it gives each port's state");
     object_class_property_set_description(klass, "shm-ring-size",
         "bytes of each shared-memory ring (a power of two, 4 KiB .. 256 MiB)");
     object_class_property_set_description(klass, "shm-poll-us",

@@ -140,6 +140,14 @@ bool peach2_core_link_receive(peach2_core *core, unsigned port, const void *buf,
  * and its length (0 if none). Valid until the next call into the core. */
 size_t peach2_core_link_tx_peek(peach2_core *core, unsigned port, const void **buf);
 void peach2_core_link_tx_consume(peach2_core *core, unsigned port, size_t n);
+/* Fault injection the host drives (docs/hardware.md, "Fault injection"):
+ * the next n packets the card queues on `port` are lost on the wire after
+ * taking their sequence numbers, so the peer sees the gap (BAD_PACKET, it
+ * drops the connection, both sides reconnect); n replaces what was left.
+ * fault_state: packets still to lose and lost so far on the port. */
+void peach2_core_link_fault_drop(peach2_core *core, unsigned port, uint32_t n);
+void peach2_core_link_fault_state(peach2_core *core, unsigned port,
+				  uint32_t *drop_left, uint64_t *dropped);
 
 /*
  * Card event trace for peach2-model (docs/trace-format.md): every packet the

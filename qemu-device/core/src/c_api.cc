@@ -136,6 +136,15 @@ size_t peach2_core_link_tx_peek(peach2_core* core, unsigned port, const void** b
 void peach2_core_link_tx_consume(peach2_core* core, unsigned port, size_t n) {
     guarded(core, [&] { core->card.links().tx_consume(port, n); });
 }
+void peach2_core_link_fault_drop(peach2_core* core, unsigned port, uint32_t n) {
+    guarded(core, [&] { core->card.links().fault_drop(port, n); });
+}
+void peach2_core_link_fault_state(peach2_core* core, unsigned port, uint32_t* drop_left,
+                                  uint64_t* dropped) {
+    *drop_left = 0;
+    *dropped = 0;
+    guarded(core, [&] { core->card.links().fault_state(port, *drop_left, *dropped); });
+}
 
 bool peach2_core_trace_open(peach2_core* core, const char* path, uint32_t ring_records, char* err,
                             size_t errlen) {

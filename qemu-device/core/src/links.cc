@@ -39,6 +39,7 @@ void Links::reset() {
     for (Link& l : links_)
         l.counters = PortCounters{};
     held_ = false;
+    cabling_.reset();  // the firmware is gone with the reset
 }
 
 Link* Links::link(unsigned port) {
@@ -88,9 +89,14 @@ peach2_err Links::send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_
     hdr.magic = PEACH2_PKT_MAGIC;
     hdr.version = PEACH2_PKT_VERSION;
     hdr.seq = l.tx_seq++;
-    l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     sat_inc(l.counters.tx_pkts);
     l.counters.tx_bytes += payload.size();
+    if (l.fault_drop) {  // lost on the wire: the peer sees the sequence gap
+        --l.fault_drop;
+        sat_inc(l.fault_dropped);
+        return PEACH2_ERR_NONE;
+    }
+    l.tx.append([&](std::vector<uint8_t>& out) { encode_packet(hdr, payload, out); });
     return PEACH2_ERR_NONE;
 }
 
@@ -133,6 +139,20 @@ void Links::tx_consume(unsigned port, size_t n) {
         card_.links_drained();
 }
 
+void Links::fault_drop(unsigned port, uint32_t n) {
+    if (Link* l = link(port))
+        l->fault_drop = n;
+}
+
+void Links::fault_state(unsigned port, uint32_t& drop_left, uint64_t& dropped) const {
+    drop_left = 0;
+    dropped = 0;
+    if (port >= PEACH2_PORT_E && port <= PEACH2_PORT_S) {
+        drop_left = links_[port].fault_drop;
+        dropped = links_[port].fault_dropped;
+    }
+}
+
 // ---- routing help ----------------------------------------------------------------
 
 std::optional<unsigned> Links::port_to_neighbour(uint32_t node, peach2_err& why) const {
@@ -146,6 +166,24 @@ std::optional<unsigned> Links::port_to_neighbour(uint32_t node, peach2_err& why)
     }
     why = some_down ? PEACH2_ERR_LINK_DOWN : PEACH2_ERR_NO_ROUTE;
     return std::nullopt;
+}
+
+void Links::set_cabling(const std::optional<Cabling>& cabling) {
+    cabling_ = cabling;
+    for (unsigned p = PEACH2_PORT_E; p <= PEACH2_PORT_S; ++p) {
+        const Link& l = links_[p];
+        if (!l.up)
+            continue;
+        const auto why = hello_misfit(p, peach2_hello{l.peer_node, card_.cfg().node_count,
+                                                      l.peer_port,
+                                                      PEACH2_VERSION_MAJOR << 16});
+        if (!why)
+            continue;
+        card_.raise_error(PEACH2_ERR_BAD_PACKET, 0,
+                          std::string("port ") + port_name(p) + ": " + *why + "; link down",
+                          {.port = p, .node = l.peer_node});
+        down(p, "peer is not the one the firmware cables here");
+    }
 }
 
 void Links::hold(bool held) {
@@ -253,6 +291,21 @@ std::optional<std::string> Links::hello_misfit(unsigned port, const peach2_hello
                std::to_string(hello.node_count) + " (version " +
                std::to_string(hello.version >> 16) + ") does not fit node " +
                std::to_string(cfg.node_id) + " of " + std::to_string(cfg.node_count);
+    // The firmware knows the cabling: only the peer cabled here. (Without
+    // it, a peer could claim an unused port of an existing node and, under
+    // default routing, attract that node's traffic.)
+    if (cabling_) {
+        const auto& want = (*cabling_)[port];
+        if (!want)
+            return std::string("peer node ") + std::to_string(hello.node_id) + " port " +
+                   port_name(hello.port) + " on port " + port_name(port) +
+                   ", which the firmware's topology leaves uncabled";
+        if (want->node != hello.node_id || want->port != hello.port)
+            return std::string("peer claims node ") + std::to_string(hello.node_id) + " port " +
+                   port_name(hello.port) + "; the firmware's topology cables port " +
+                   port_name(port) + " to node " + std::to_string(want->node) + " port " +
+                   port_name(want->port);
+    }
     // A port has one cable: a second link claiming the same peer port is a
     // spoof that would attract that node's traffic. (Two cables between the
     // same two nodes, as in ring:2, are two different peer ports.)

@@ -32,6 +32,13 @@ struct PortCounters {
     uint32_t reg(uint64_t rel) const;
 };
 
+// Who a port is cabled to, as the firmware's topology says.
+struct CabledPeer {
+    uint32_t node = 0, port = 0;
+};
+// Index by port (N unused); nullopt: nothing is cabled there.
+using Cabling = std::array<std::optional<CabledPeer>, PEACH2_NR_PORTS>;
+
 struct Link {
     bool attached = false;   // has a transport (chardev)
     bool connected = false;  // transport is connected
@@ -44,6 +51,10 @@ struct Link {
     ByteQueue tx;
     PacketParser rx;
     PortCounters counters;
+    // Host-driven fault injection: the next fault_drop packets queued here
+    // are lost on the wire (after taking their sequence numbers).
+    uint32_t fault_drop = 0;
+    uint64_t fault_dropped = 0;
     explicit Link(size_t limit) : tx(limit) {}
 };
 
@@ -63,6 +74,9 @@ public:
     std::span<const uint8_t> tx_peek(unsigned port);
     void tx_consume(unsigned port, size_t n);
     unsigned tx_pending() const;  // bit (1 << port): bytes to send
+    // Fault injection (peach2_core.h): lose the next n packets of `port`.
+    void fault_drop(unsigned port, uint32_t n);
+    void fault_state(unsigned port, uint32_t& drop_left, uint64_t& dropped) const;
 
     // The card's side.
     // Queue a packet on `port` (filled in: magic, version, seq). Returns
@@ -75,6 +89,10 @@ public:
     // A refused firmware image holds every link down (LINK interrupt on a
     // change); a good one releases them.
     void hold(bool held);
+    // The cabling the applied firmware describes (nullopt: none known, e.g.
+    // default routing): from then on a HELLO must name the peer cabled to
+    // its port; links up to another peer go down.
+    void set_cabling(const std::optional<Cabling>& cabling);
     // The send queue of `port` is so full that DMA through it should wait.
     bool backlogged(unsigned port) const;
     // LINK(E/W/S) and the counters of E, W, S.
@@ -94,6 +112,7 @@ private:
 
     Card& card_;
     bool held_ = false;
+    std::optional<Cabling> cabling_;
     std::array<Link, PEACH2_NR_PORTS> links_;  // index by port; N unused
 };
 

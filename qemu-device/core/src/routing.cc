@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "card.h"
 #include "fw_image.h"
+#include "topology.h"
 #include "util.h"
 
 namespace peach2 {
@@ -119,6 +121,43 @@ std::optional<unsigned> Router::port_for(uint64_t addr, peach2_err& why) const {
     return port;
 }
 
+namespace {
+
+auto entry_key(const peach2_fw_entry& e) {
+    return std::tuple(e.node, e.port, e.index, e.flags, e.mask, e.base, e.limit);
+}
+
+// What an image says is cabled to node's ports: its topology text's cables,
+// trusted only when that text yields exactly the image's entries (a
+// "cables:" text cut at 31 characters, or a hand-made image, does not: then
+// nothing is known and HELLOs are checked as under default routing).
+std::optional<Cabling> cabling_of(const fw::Image& image, uint32_t node) {
+    std::string err;
+    const auto topo = fw::parse_topology(image.topology, &err);
+    if (!topo || topo->nodes != image.node_count)
+        return std::nullopt;
+    auto want = fw::routes(*topo, &err);
+    if (!want || want->size() != image.entries.size())
+        return std::nullopt;
+    auto have = image.entries;
+    const auto by_key = [](const auto& a, const auto& b) { return entry_key(a) < entry_key(b); };
+    std::sort(want->begin(), want->end(), by_key);
+    std::sort(have.begin(), have.end(), by_key);
+    for (size_t i = 0; i < have.size(); ++i)
+        if (entry_key(have[i]) != entry_key((*want)[i]))
+            return std::nullopt;
+    Cabling c{};
+    for (const fw::Cable& cable : topo->cables) {
+        if (cable.node_a == node)
+            c[cable.port_a] = CabledPeer{cable.node_b, cable.port_b};
+        if (cable.node_b == node)
+            c[cable.port_b] = CabledPeer{cable.node_a, cable.port_a};
+    }
+    return c;
+}
+
+}  // namespace
+
 void Router::service() {
     if (fw_pending_)
         load_firmware();
@@ -173,6 +212,7 @@ void Router::load_firmware() {
     card_.log(PEACH2_LOG_INFO, "firmware '" + r.image.topology + "' version " +
                                    std::to_string(fw_version_) +
                                    " applied: " + std::to_string(fw_entries_) + " routes");
+    card_.links().set_cabling(cabling_of(r.image, card_.cfg().node_id));
     card_.links().hold(false);
 }
 

@@ -6,6 +6,7 @@
 
 #include "log_limit.h"
 #include "three_in_a_line.h"
+#include "topology.h"
 
 namespace peach2::test {
 namespace {
@@ -25,6 +26,18 @@ protected:
         return h;
     }
     static constexpr uint8_t kData[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    // The driver's part: node 0 applies the firmware image of `topology`.
+    uint32_t load_firmware(const std::string& topology) {
+        std::string err;
+        const auto image = fw::encode(*fw::build_image(*fw::parse_topology(topology, &err), 1, &err));
+        constexpr uint64_t at = 8 << 20;
+        std::copy(image.begin(), image.end(), h0.mem.begin() + at);
+        peach2_core_reg_write(n0.get(), PEACH2_REG_FW_ADDR_LO, at, 8);
+        peach2_core_reg_write(n0.get(), PEACH2_REG_FW_LEN, image.size(), 4);
+        peach2_core_reg_write(n0.get(), PEACH2_REG_FW_CMD, PEACH2_FW_CMD_LOAD, 4);
+        peach2_core_service(n0.get());
+        return reg(n0.get(), PEACH2_REG_FW_STATUS);
+    }
 };
 
 // Hole 2: hops=255 used to wrap to 0 on forwarding; the next card then saw a
@@ -150,6 +163,29 @@ TEST_F(HostilePeer, TwoPortsCannotClaimTheSamePeerPort) {
     EXPECT_EQ(queued(PEACH2_PORT_W), 0u);
     carry_e();
     EXPECT_EQ(std::memcmp(h1.mem.data() + 0x100, kData, 8), 0);
+}
+
+// With the firmware's topology known, a peer must be the one cabled to its
+// port: claiming node 1's E (unused by node 0's links, cabled to node 2 in
+// ring:3) used to be taken, and under default routing could attract node
+// 1's traffic when the claimed port is tried first.
+TEST_F(HostilePeer, AHelloMustNameThePeerTheFirmwareCablesThere) {
+    ASSERT_EQ(load_firmware("ring:3"), static_cast<uint32_t>(PEACH2_FW_OK));
+    EXPECT_TRUE(link_up(PEACH2_PORT_E));  // honest: node 1 port W
+    EXPECT_TRUE(link_up(PEACH2_PORT_W));  // honest: node 2 port E
+    const uint32_t before = errors(n0.get(), PEACH2_ERR_BAD_PACKET);
+    EXPECT_TRUE(rogue.connect(1, 3, PEACH2_PORT_E));  // an unused port of node 1
+    EXPECT_FALSE(link_up(PEACH2_PORT_W));
+    EXPECT_TRUE(rogue.hello(2, 3, PEACH2_PORT_S));  // the right node, the wrong port
+    EXPECT_FALSE(link_up(PEACH2_PORT_W));
+    EXPECT_EQ(errors(n0.get(), PEACH2_ERR_BAD_PACKET) - before, 2u);
+    EXPECT_TRUE(rogue.hello(2, 3, PEACH2_PORT_E));  // the cabled peer is taken
+    EXPECT_TRUE(link_up(PEACH2_PORT_W));
+    // Firmware that cables W elsewhere takes an up link down: "2" has no W cable.
+    ASSERT_EQ(load_firmware("cables:3:0E-1W,1E-2W"), static_cast<uint32_t>(PEACH2_FW_OK));
+    EXPECT_FALSE(link_up(PEACH2_PORT_W));
+    EXPECT_TRUE(link_up(PEACH2_PORT_E));
+    EXPECT_EQ(errors(n0.get(), PEACH2_ERR_BAD_PACKET) - before, 3u);
 }
 
 TEST_F(HostilePeer, APeerThatChangesItsIdentityLosesItsLink) {

@@ -116,6 +116,34 @@ TEST_F(TwoCards, GarbageOnTheLinkIsReportedAndTheLinkRecovers) {
     EXPECT_EQ(hb.mem[0x10], 0x77);
 }
 
+// Fault injection (host-driven): a packet lost on the wire is seen by the
+// receiver as a sequence gap: counted, the connection dropped; after the
+// reconnect the link carries traffic again, and the lost write stays lost.
+TEST_F(TwoCards, InjectedPacketLossIsASequenceGapAtThePeerAndTheLinkRecovers) {
+    peach2_core_link_fault_drop(a.get(), PEACH2_PORT_E, 1);
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x20, 0x11, 1);
+    peach2_core_close_write(a.get());
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x24, 0x22, 1);
+    peach2_core_close_write(a.get());
+    EXPECT_FALSE(pump());
+    uint32_t left = 9;
+    uint64_t dropped = 0;
+    peach2_core_link_fault_state(a.get(), PEACH2_PORT_E, &left, &dropped);
+    EXPECT_EQ(left, 0u);
+    EXPECT_EQ(dropped, 1u);
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_BAD_PACKET), 1u);
+    EXPECT_EQ(hb.mem[0x20], 0);  // lost
+    EXPECT_EQ(hb.mem[0x24], 0);  // behind the gap: never delivered
+    peach2_core_link_connected(a.get(), PEACH2_PORT_E, false);
+    peach2_core_link_connected(b.get(), PEACH2_PORT_W, false);
+    connect();
+    EXPECT_TRUE(reg(b.get(), PEACH2_REG_LINK(PEACH2_PORT_W - 1)) & PEACH2_LINK_UP);
+    peach2_core_window_write(a.get(), PEACH2_NODE_BASE(1) + 0x28, 0x33, 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(hb.mem[0x28], 0x33);
+    EXPECT_EQ(hb.mem[0x20], 0);  // and nothing replayed
+}
+
 TEST_F(TwoCards, ForgedWritesAreRejected) {
     // A well-formed WRITE with the wrong sequence number.
     const uint8_t payload[4] = {9, 9, 9, 9};
