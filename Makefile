@@ -72,8 +72,10 @@ host-test: core-test userlib-test model-test
 
 # Fuzzing (docs/fuzzing.md): the core's libFuzzer harness (clang), QEMU's
 # generic-fuzz target for -device peach2 (its own QEMU build, ~1200 steps).
-# `make fuzz [FUZZ_SECONDS=600]` runs both; make check runs the core's for a
-# minute (FUZZ_CHECK_TARGETS="core generic-peach2" adds QEMU's).
+# `make fuzz [FUZZ_SECONDS=600]` runs both, then the in-guest fuzzer (tca_fuzz as
+# root and as a user on two VMs, with driver rebinds: tests/test_guest_fuzz.py)
+# for as long; make check runs the core's for a minute and the guest's for 20 s
+# (FUZZ_CHECK_TARGETS="core generic-peach2" adds QEMU's).
 FUZZ_CHECK_TARGETS ?= core
 core-fuzz: deps
 	@CC=clang CXX=clang++ cmake -S qemu-device/core -B $(BUILD)/core-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEACH2_FUZZ=ON >/dev/null
@@ -82,8 +84,9 @@ core-fuzz: deps
 qemu-fuzz: deps
 	@scripts/build-qemu-fuzz.sh
 
-fuzz: core-fuzz qemu-fuzz
+fuzz: core-fuzz qemu-fuzz qemu image
 	@scripts/fuzz.sh $(if $(FUZZ_SECONDS),-t $(FUZZ_SECONDS))
+	@PEACH2_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600) $(PY) -m pytest -q tests/test_guest_fuzz.py
 
 fuzz-check: core-fuzz $(if $(filter generic-peach2,$(FUZZ_CHECK_TARGETS)),qemu-fuzz)
 	@scripts/fuzz.sh --fresh -t $$((60 / $(words $(FUZZ_CHECK_TARGETS)))) $(FUZZ_CHECK_TARGETS)
