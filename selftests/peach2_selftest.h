@@ -200,22 +200,27 @@ static inline int card_pci_addr(char *out, size_t size)
 }
 
 /*
- * Bind the driver to the card again and wait for its device node: the
- * kernel (devtmpfs) creates it root's, mode 0600, and the guest's device
- * manager (mdev -d: root:tca 0660) changes that a little later; the next
- * test must not race it (its own chmod would be undone). Waits up to 2 s
- * for the change, so no device manager at all costs 2 s. 0 or -errno.
+ * Bind the driver to the card again and wait for its device node as the
+ * guest's device manager leaves it. The kernel (devtmpfs) creates the node
+ * at once, root's, mode 0600; mdev -d (Debian guests, /etc/mdev.conf) then
+ * handles the unbind's remove event, which deletes the node, and the bind's
+ * add event, which makes it again root:tca 0660. Both come after the bind
+ * returns, one at a time, so only a node that is no longer 0600 is the final
+ * one: an open before that may find no node at all, and a chmod may be
+ * undone. Without mdev.conf the kernel's node is final. Waits up to 5 s.
+ * 0 or -errno.
  */
 static inline int rebind_card(const char *pci_addr)
 {
+	int mdev = access("/etc/mdev.conf", F_OK) == 0;
 	struct stat st;
 	int k, ret = write_sysfs(SYSFS_DRIVER "/bind", pci_addr);
 
-	for (k = 0; !ret && k < 200 && stat(dev_path(), &st); k++)
+	for (k = 0; !ret && k < 500; k++) {
+		if (!stat(dev_path(), &st) && (!mdev || (st.st_mode & 07777) != 0600))
+			break;
 		usleep(10000);
-	for (k = 0; !ret && k < 200 && !stat(dev_path(), &st) &&
-	     (st.st_mode & 07777) == 0600; k++)
-		usleep(10000);
+	}
 	return ret;
 }
 
