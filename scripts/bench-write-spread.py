@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Run-to-run spread of RDMA Write bandwidth against raw DMA put, interleaved in one cluster.
 
-    flock /work/wt/vm.lock scripts/bench-write-spread.py [ROUNDS]   # default 4
+    scripts/bench-write-spread.py [ROUNDS]   # default 4
     PEACH2_LINK_TRANSPORT=socket ... for the socket transport
 
 Each round: tca_bench get --quick's DMA put stream at 1 MiB (bench-verbs' raw anchor),
