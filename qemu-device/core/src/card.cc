@@ -373,8 +373,10 @@ void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what, 
         err_status_ = PEACH2_ERR_VALID | code;
         err_addr_ = addr;
     }
-    log(PEACH2_LOG_GUEST_ERROR, std::string("peach2 node ") + std::to_string(cfg_.node_id) + ": " +
-                                    peach2_err_text(code) + " (" + what + ") at " + hex(addr));
+    log(PEACH2_LOG_GUEST_ERROR, [&] {
+        return std::string("peach2 node ") + std::to_string(cfg_.node_id) + ": " +
+               peach2_err_text(code) + " (" + what + ") at " + hex(addr);
+    });
     if (host_.error) {
         const peach2_core_error e{code,       PEACH2_FW_NONE, true,        addr,        facts.port,
                                   facts.node, facts.channel,  facts.value, what.c_str()};
@@ -385,7 +387,7 @@ void Card::raise_error(peach2_err code, uint64_t addr, const std::string& what, 
 
 void Card::report(const peach2_core_error& e, int level) {
     if (level == PEACH2_LOG_GUEST_ERROR || level == PEACH2_LOG_INFO)
-        log(level, std::string("peach2 node ") + std::to_string(cfg_.node_id) + ": " + e.what);
+        log(level, [&] { return "peach2 node " + std::to_string(cfg_.node_id) + ": " + e.what; });
     if (host_.error)
         host_.error(host_.opaque, &e);
 }
@@ -418,14 +420,14 @@ void Card::update_irq() {
             notify(PEACH2_INT_VECTOR_DMA(ch), PEACH2_INT_DMA(ch));
 }
 
-void Card::log(int level, const std::string& msg) {
+bool Card::log_open(int level) {
     if (!host_.log)
-        return;
+        return false;
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
     uint64_t held_back = 0;
     if (!log_limits_[level == PEACH2_LOG_INFO].allow(
             static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), held_back))
-        return;
+        return false;
     if (held_back) {
         const std::string note =
             (level == PEACH2_LOG_INFO ? "" : "peach2 node " + std::to_string(cfg_.node_id) + ": ") +
@@ -433,7 +435,7 @@ void Card::log(int level, const std::string& msg) {
             " log lines suppressed (rate limit; errors are still counted and traced)";
         host_.log(host_.opaque, level, note.c_str());
     }
-    host_.log(host_.opaque, level, msg.c_str());
+    return true;
 }
 
 // ---- the host ------------------------------------------------------------------

@@ -110,8 +110,14 @@ public:
     void report(const peach2_core_error& e, int level);
     void raise_interrupt(uint32_t bits);
     // A log line, rate-limited per level (LogLimiter): a peer or the guest
-    // can make the card log at will.
-    void log(int level, const std::string& msg);
+    // can make the card log at will. `text` (a callable returning the line)
+    // runs only for a line that goes out, so that a flood of errors costs
+    // no formatting beyond each error's own text (and the fuzzer runs faster).
+    template <typename Text>
+    void log(int level, Text&& text) {
+        if (log_open(level))
+            host_.log(host_.opaque, level, text().c_str());
+    }
     // Host memory through the host's callbacks: false if refused.
     bool host_read(uint64_t addr, void* buf, size_t len);
     bool host_write(uint64_t addr, const void* buf, size_t len);
@@ -152,6 +158,9 @@ private:
     peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);
     peach2_err write_here(const Decoded& d, uint64_t addr, std::span<const uint8_t> data);
     void update_irq();
+    // May a log line of `level` go out now? If so, the note of the lines
+    // held back before it has gone out.
+    bool log_open(int level);
 
     const peach2_core_config cfg_;
     const peach2_core_host host_;

@@ -229,7 +229,8 @@ void Links::shared_memory(unsigned port, bool shm) {
 void Links::down(unsigned port, const char* why) {
     Link& l = links_[port];
     if (l.up) {
-        card_.log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " down: " + why);
+        card_.log(PEACH2_LOG_INFO,
+                  [&] { return std::string("link ") + port_name(port) + " down: " + why; });
         l.up = false;
         trace_state(port);
         card_.raise_interrupt(PEACH2_INT_LINK);
@@ -341,8 +342,10 @@ bool Links::on_hello(unsigned port, std::span<const uint8_t> payload) {
     l.up = true;
     l.peer_node = hello->node_id;
     l.peer_port = hello->port;
-    card_.log(PEACH2_LOG_INFO, std::string("link ") + port_name(port) + " up: peer node " +
-                                   std::to_string(l.peer_node) + " port " + port_name(l.peer_port));
+    card_.log(PEACH2_LOG_INFO, [&] {
+        return std::string("link ") + port_name(port) + " up: peer node " +
+               std::to_string(l.peer_node) + " port " + port_name(l.peer_port);
+    });
     trace_state(port);
     card_.raise_interrupt(PEACH2_INT_LINK);
     return true;

@@ -209,9 +209,10 @@ void Router::load_firmware() {
     std::memcpy(fw_topology_.data(), r.image.topology.data(),
                 std::min<size_t>(r.image.topology.size(), fw_topology_.size() - 1));
     fw_status_ = PEACH2_FW_OK;
-    card_.log(PEACH2_LOG_INFO, "firmware '" + r.image.topology + "' version " +
-                                   std::to_string(fw_version_) +
-                                   " applied: " + std::to_string(fw_entries_) + " routes");
+    card_.log(PEACH2_LOG_INFO, [&] {
+        return "firmware '" + r.image.topology + "' version " + std::to_string(fw_version_) +
+               " applied: " + std::to_string(fw_entries_) + " routes";
+    });
     card_.links().set_cabling(cabling_of(r.image, card_.cfg().node_id));
     card_.links().hold(false);
 }
