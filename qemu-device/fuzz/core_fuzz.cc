@@ -92,6 +92,8 @@ struct Node {
     uint64_t clock_ns = 0;
     uint32_t rogue_seq = 0;  // the rogue's next packet seq on port S
     uint64_t bar_hits = 0;   // DMA refused because it reached the card's own BAR
+    uint64_t interrupts = 0;  // notify() calls, and error() calls: for the report
+    uint64_t error_calls = 0;
 
     ~Node() { peach2_core_free(core); }
 
@@ -128,19 +130,21 @@ struct Node {
         };
         h.schedule_service = [](void* o) { static_cast<Node*>(o)->wants_service = true; };
         h.defer_service = [](void* o) { static_cast<Node*>(o)->wants_service = true; };
-        h.notify = [](void*, unsigned vector) {
+        h.notify = [](void* o, unsigned vector) {
             if (vector >= PEACH2_MSIX_VECTORS)
                 fail("interrupt vector out of range");
+            ++static_cast<Node*>(o)->interrupts;
         };
         h.log = [](void*, int level, const char* msg) {
             if (!msg || (level != PEACH2_LOG_GUEST_ERROR && level != PEACH2_LOG_INFO))
                 fail("log line without text or with an unknown level");
         };
-        h.error = [](void*, const peach2_core_error* e) {
+        h.error = [](void* o, const peach2_core_error* e) {
             if (e->code != PEACH2_ERR_NONE && !peach2_err_known(e->code))
                 fail("error callback with an unknown code");
             if (!e->what)
                 fail("error callback without text");
+            ++static_cast<Node*>(o)->error_calls;
         };
         h.now_ns = [](void* o) { return static_cast<Node*>(o)->clock_ns += 10; };
         return h;
@@ -605,7 +609,8 @@ private:
     }
 
     // What the program did, on stderr (PEACH2_FUZZ_VERBOSE=1): to see
-    // what a seed or a crashing input reaches.
+    // what a seed or a crashing input reaches, and to compare two builds
+    // of the harness or the core input by input (docs/fuzzing.md).
     void report() {
         for (unsigned i = 0; i < 2; ++i) {
             Node& n = node_[i];
@@ -633,8 +638,32 @@ private:
                     std::fprintf(stderr, "  %s %llu\n", peach2_err_name(code),
                                  (unsigned long long)k);
             }
+            // FNV-1a digests of host RAM and card memory, the interrupt
+            // and DMA state, and what the callbacks saw.
+            uint64_t ram_digest = kFnvBasis, cardmem_digest = kFnvBasis;
+            for (uint8_t b : n.ram)
+                ram_digest = (ram_digest ^ b) * kFnvPrime;
+            for (uint64_t off = 0; off < PEACH2_CARDMEM_SIZE; off += 8)
+                cardmem_digest =
+                    (cardmem_digest ^ peach2_core_cardmem_read(n.core, off, 8)) * kFnvPrime;
+            std::fprintf(stderr, "  ram %016llx cardmem %016llx int %#llx interrupts %llu"
+                         " error calls %llu dma",
+                         (unsigned long long)ram_digest, (unsigned long long)cardmem_digest,
+                         (unsigned long long)r(PEACH2_REG_INT_STATUS),
+                         (unsigned long long)n.interrupts, (unsigned long long)n.error_calls);
+            for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch)
+                std::fprintf(stderr, " %#llx/%llu",
+                             (unsigned long long)r(PEACH2_REG_DMA(ch, PEACH2_DMA_STATUS)),
+                             (unsigned long long)r(PEACH2_REG_DMA(ch, PEACH2_DMA_BYTES_LO)));
+            std::fprintf(stderr, " tx pkts E %llu W %llu S %llu\n",
+                         (unsigned long long)r(PEACH2_REG_TX_PKTS(PEACH2_PORT_E)),
+                         (unsigned long long)r(PEACH2_REG_TX_PKTS(PEACH2_PORT_W)),
+                         (unsigned long long)r(PEACH2_REG_TX_PKTS(PEACH2_PORT_S)));
         }
     }
+
+    static constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+    static constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 
     Input& in_;
     uint32_t nodes_ = 2;
