@@ -126,6 +126,11 @@ module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(rp_timeout_ms,
 		 "abort a read-proxy reply that makes no progress for this long, or is not done after this long + len / (16 MB/s) (default 2000 ms, at least 10)");
 
+static unsigned int peach2_rp_chain_max = PEACH2_RP_BUDGET;
+module_param_named(rp_chain_max, peach2_rp_chain_max, uint, 0644);
+MODULE_PARM_DESC(rp_chain_max,
+		 "read-proxy requests answered per chain run at most, 1 .. 32 (default 32; 1 answers one at a time, for comparisons)");
+
 /* A request as the card queues it (struct peach2_rp_req, little endian). */
 struct peach2_rp_req_le {
 	u8 op;
@@ -1197,7 +1202,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 {
 	struct peach2_dev *p2 = data;
 	struct peach2_rp *rp = &p2->rp;
-	u32 tail, avail, n, taken, nr;
+	u32 tail, avail, batch, n, taken, nr;
 
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
@@ -1224,10 +1229,11 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	dma_rmb();
 
 	avail = min(avail, PEACH2_RP_BUDGET);
+	batch = clamp(READ_ONCE(peach2_rp_chain_max), 1u, PEACH2_RP_BUDGET);
 	for (n = 0; n < avail; n += taken) {
 		if (READ_ONCE(rp->stopping))
 			break;
-		taken = peach2_rp_collect(p2, avail - n, &nr);
+		taken = peach2_rp_collect(p2, min(avail - n, batch), &nr);
 		peach2_rp_answer(p2, nr);
 		rp->head += taken;
 		if (rp->wedged) {
