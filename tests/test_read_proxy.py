@@ -100,15 +100,16 @@ def test_queued_gets_share_chain_runs(cluster2):
     assert m and (int(m.group(1)), int(m.group(3)), int(m.group(4))) == (2000, 0, 0), out_c
     after = _rproxy(c, 0)
     d = {k: after[k] - before[k] for k in after}
-    assert d["served_read"] == 2000 and d["read_bytes"] == int(m.group(2)), d
-    assert d["reply_errors"] == 0, d
-    # Every request the thread takes is answered by its runs (the handshake adds lookups).
-    assert d["replies"] >= d["served_read"], d
+    # The handshake (handle exchange) adds a few gets of its own.
+    assert 2000 <= d["served_read"] <= 2010 and d["read_bytes"] >= int(m.group(2)), d
+    assert d["reply_errors"] == 0 and d["card_rx_refused"] == 0, d
+    # Every request the card queued was answered exactly once, by the thread's runs.
+    assert d["replies"] == d["card_rx_queued"], d
     assert d["reply_runs"] < d["served_read"], "no batching: %s" % d
     assert after["replies_max"] > 1, after
-    print("2000 gets answered in %d chain runs (%.1f requests per run; most in one run, "
-          "since boot: %d)" % (d["reply_runs"], d["replies"] / d["reply_runs"],
-                               after["replies_max"]))
+    print("%d requests answered in %d chain runs (%.1f per run; the most in one run since "
+          "boot: %d)" % (d["replies"], d["reply_runs"], d["replies"] / d["reply_runs"],
+                         after["replies_max"]))
 
 
 def test_concurrent_atomics_from_two_nodes_give_the_exact_total(cluster2):
