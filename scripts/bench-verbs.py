@@ -184,7 +184,8 @@ def bw_rounds(c, rounds, n, chain_values, port):
         res = {"dma": raw["dma_put_1m"], "load": [load()],
                "write": bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576" % n, port), 1048576),
                "read": {}}
-        for v in chain_values:
+        # Alternate the order of the values, so that neither always runs first.
+        for v in chain_values if r % 2 == 0 else chain_values[::-1]:
             if v is not None:
                 chain_max(c, 1, v)
             port += 1
@@ -198,7 +199,9 @@ def bw_rounds(c, rounds, n, chain_values, port):
                                            % ("" if v is None else "chain_max %d: " % v, mbs,
                                               mbs / res["dma"], d.get("served_read", 0) / n,
                                               d.get("reply_runs", 0) / n)
-                                           for v, (mbs, d) in res["read"].items())), flush=True)
+                                           for v, (mbs, d) in ((v, res["read"][v])
+                                                               for v in chain_values))),
+              flush=True)
     return out, port
 
 
