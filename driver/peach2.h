@@ -129,7 +129,12 @@ struct peach2_rp_stats {
 	atomic64_t reply_errors;
 	atomic64_t ring_errors;
 	atomic64_t submitted;
+	atomic64_t reply_runs;		/* reply chains the serving thread ran */
+	atomic64_t replies;		/* requests those chains answered */
+	atomic64_t replies_max;		/* the most one chain answered */
 };
+
+struct peach2_rp_reply;
 
 /* What the serving thread keeps per source node (rproxy.c). */
 struct peach2_rp_src {
@@ -203,14 +208,20 @@ struct peach2_rp {
 	bool stopping;			/* remove(): serve nothing more */
 	bool wedged;			/* the proxy channel ignored ABORT */
 	bool broken;			/* TAIL made no sense: ring off */
-	struct peach2_buf *stuck_buf;	/* held while the card may read it */
 
-	/* Replies: host descriptors, the completion record staging area. */
+	/*
+	 * Replies: one chain of host descriptors for up to PEACH2_RP_BUDGET
+	 * decided requests, then a completion record staging area (32 bytes,
+	 * 32-byte aligned) per request of the batch. @replies holds what was
+	 * decided (rproxy.c); a reply keeps its buffer reference until it is
+	 * answered, or until remove() if the channel wedged.
+	 */
 	struct peach2_desc_le *descs;
 	u32 max_descs;
-	void *cpl;			/* 32 bytes, 32-byte aligned */
-	dma_addr_t descs_dma, cpl_dma;
+	void *cpls;
+	dma_addr_t descs_dma, cpls_dma;
 	size_t reply_mem_size;
+	struct peach2_rp_reply *replies;
 	struct completion dma_done;	/* vector PEACH2_INT_VECTOR_DMA(4) */
 
 	int irq;			/* vector PEACH2_INT_VECTOR_RP, or 0 */

@@ -24,11 +24,17 @@
  *    ns, so that it keeps increasing across driver reloads);
  *  - serving: the threaded interrupt on vector PEACH2_INT_VECTOR_RP takes
  *    at most PEACH2_RP_BUDGET entries per run, then writes HEAD (the card
- *    raises the interrupt again if entries remain). Each reply runs as a
- *    chain of host descriptors on PEACH2_DMA_PROXY_CHANNEL; the thread
- *    waits for its end (vector PEACH2_INT_VECTOR_DMA(4)), aborting a run
- *    that makes no progress for rp_timeout_ms, that is not done by
- *    rp_timeout_ms + len / (16 MB/s), or when remove() begins.
+ *    raises the interrupt again if entries remain). It decides every
+ *    queued entry first and then answers them all in one chain of host
+ *    descriptors on PEACH2_DMA_PROXY_CHANNEL (a reply is a few
+ *    descriptors: a 1 MiB READ into a user's malloc'ed buffer is one
+ *    request per physically contiguous run, so one start and one
+ *    interrupt serve them all); the thread waits for the chain's end
+ *    (vector PEACH2_INT_VECTOR_DMA(4)), aborting a run that makes no
+ *    progress for rp_timeout_ms, that is not done by rp_timeout_ms +
+ *    len / (16 MB/s), or when remove() begins. After a failed run the
+ *    card's count of completed descriptors says which requests were
+ *    answered; only the rest get error records or a new run.
  *
  * Per source node the thread keeps the last seq it served (replays are
  * refused; the state lives as long as the driver instance, so a reload
@@ -61,6 +67,7 @@
 #include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/random.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -68,8 +75,17 @@
 
 /* Ring entries the serving thread takes per interrupt. */
 #define PEACH2_RP_BUDGET	32u
-/* Data pieces of one READ reply: chunks are at least a page. */
+/* Descriptors of one reply (data pieces: chunks are at least a page). */
 #define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
+/*
+ * Reply memory: the descriptors of one chain, then a completion record per
+ * request of a batch (PEACH2_RP_BUDGET). A chain holds at least the
+ * longest reply; shorter ones share it.
+ */
+#define PEACH2_RP_REPLY_MEM	SZ_64K
+#define PEACH2_RP_CPLS_SIZE	(PEACH2_RP_BUDGET * sizeof(struct peach2_rp_cpl_le))
+#define PEACH2_RP_CHAIN_DESCS	((PEACH2_RP_REPLY_MEM - PEACH2_RP_CPLS_SIZE) / \
+				 sizeof(struct peach2_desc_le))
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
 #define PEACH2_RP_MIN_BYTES_PER_MS	16000u
 /* Wrong keys a node may send per window before it is throttled. */
@@ -110,6 +126,11 @@ module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(rp_timeout_ms,
 		 "abort a read-proxy reply that makes no progress for this long, or is not done after this long + len / (16 MB/s) (default 2000 ms, at least 10)");
 
+static unsigned int peach2_rp_chain_max = PEACH2_RP_BUDGET;
+module_param_named(rp_chain_max, peach2_rp_chain_max, uint, 0644);
+MODULE_PARM_DESC(rp_chain_max,
+		 "read-proxy requests answered per chain run at most, 1 .. 32 (default 32; 1 answers one at a time, for comparisons)");
+
 /* A request as the card queues it (struct peach2_rp_req, little endian). */
 struct peach2_rp_req_le {
 	u8 op;
@@ -138,8 +159,23 @@ static_assert(sizeof(struct peach2_rp_req_le) == PEACH2_RP_ENTRY_SIZE);
 static_assert(sizeof(struct peach2_rp_req) == PEACH2_RP_ENTRY_SIZE);
 static_assert(sizeof(struct peach2_rp_cpl_le) == 32);
 static_assert(sizeof(struct peach2_rp_cpl) == 32);
+static_assert(PEACH2_RP_CHAIN_DESCS >= PEACH2_RP_MAX_DESCS);
 /* The first part of the record goes in one DMA write, the tag in a second. */
 #define PEACH2_RP_CPL_HEAD	offsetof(struct peach2_rp_cpl_le, tag)
+
+/*
+ * A request the serving thread has decided and not yet answered: the
+ * answer (data and record, or the record alone) waits for the next chain.
+ */
+struct peach2_rp_reply {
+	struct peach2_rp_req r;
+	struct peach2_buf *buf;		/* a reference, or NULL */
+	u64 off;			/* READ: buffer offset of the first byte */
+	u64 value;			/* CAS/FAA: the old value */
+	u32 status;			/* 0, or the peach2_err to answer with */
+	u32 ndescs;			/* the descriptors of its answer */
+	u32 last_desc;			/* in the chain built last: its tag's */
+};
 
 /* One export (the uapi's struct peach2_export describes the ioctl). */
 struct peach2_exp {
@@ -685,55 +721,81 @@ static void peach2_rp_desc(struct peach2_desc_le *d, u64 src, u64 dst, u32 len,
 }
 
 /*
- * Write the reply's descriptors: the data (READ, status 0), the first part
- * of the completion record, the tag. Returns the number of descriptors.
- * A READ that needs more descriptors than there are (cannot happen: chunks
- * are at least a page) is answered RP_BAD_REQUEST.
+ * The descriptors the answer of decided request @rep needs: the data (READ,
+ * status 0: a piece per physically contiguous chunk), the first part of the
+ * completion record, the tag.
  */
-static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
-			   const struct peach2_buf *buf, u64 off, u32 status,
-			   u64 value)
+static u32 peach2_rp_ndescs(const struct peach2_rp_reply *rep)
+{
+	const struct peach2_rp_req *r = &rep->r;
+	const struct peach2_mem *mem;
+	u64 done = 0;
+	u32 n = 2;
+
+	if (rep->status)
+		return n;
+	if (r->op == PEACH2_RP_OP_LOOKUP)
+		return n + 1;
+	if (r->op != PEACH2_RP_OP_READ)
+		return n;
+	while (done < r->len) {
+		mem = peach2_buf_chunk(rep->buf, rep->off + done);
+		done += min_t(u64, r->len - done,
+			      mem->offset + mem->len - (rep->off + done));
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Write the answer of @rep (its ndescs descriptors) into the chain from
+ * descriptor @n on, its completion record into staging slot @slot.
+ * Returns the index after its last descriptor. The caller links them.
+ */
+static u32 peach2_rp_build(struct peach2_dev *p2, struct peach2_rp_reply *rep,
+			   u32 n, u32 slot)
 {
 	struct peach2_rp *rp = &p2->rp;
-	struct peach2_rp_cpl_le *cpl = rp->cpl;
+	const struct peach2_rp_req *r = &rep->r;
+	struct peach2_rp_cpl_le *cpl = rp->cpls + slot * sizeof(*cpl);
+	dma_addr_t cpl_dma = rp->cpls_dma + slot * sizeof(*cpl);
 	u64 base = PEACH2_NODE_BASE(r->src_node);
 	const struct peach2_mem *mem;
 	u64 done = 0, piece;
-	u32 n = 0, i;
 
-	if (!status && r->op == PEACH2_RP_OP_READ) {
+	if (!rep->status && r->op == PEACH2_RP_OP_READ) {
 		while (done < r->len) {
-			/* Room for this piece and the record's two. */
-			if (WARN_ON_ONCE(n + 3 > rp->max_descs)) {
-				status = PEACH2_ERR_RP_BAD_REQUEST;
-				n = 0;
-				done = 0;
-				break;
-			}
-			mem = peach2_buf_chunk(buf, off + done);
+			mem = peach2_buf_chunk(rep->buf, rep->off + done);
 			piece = min_t(u64, r->len - done,
-				      mem->offset + mem->len - (off + done));
+				      mem->offset + mem->len - (rep->off + done));
 			peach2_rp_desc(&rp->descs[n++],
-				       mem->dma + (off + done - mem->offset),
+				       mem->dma + (rep->off + done - mem->offset),
 				       base + r->reply + done, piece, 0);
 			done += piece;
 		}
 	}
 
-	if (!status && r->op == PEACH2_RP_OP_LOOKUP) {
+	if (!rep->status && r->op == PEACH2_RP_OP_LOOKUP) {
 		peach2_rp_desc(&rp->descs[n++], p2->names.answer_dma, base + r->reply, r->len, 0);
 		done = r->len;
 	}
 
-	cpl->value = cpu_to_le64(value);
-	cpl->status = cpu_to_le32(status);
-	cpl->len = cpu_to_le32(status ? 0 : done);
+	cpl->value = cpu_to_le64(rep->value);
+	cpl->status = cpu_to_le32(rep->status);
+	cpl->len = cpu_to_le32(rep->status ? 0 : done);
 	cpl->reserved = 0;
 	cpl->tag = 0;
-	peach2_rp_desc(&rp->descs[n++], rp->cpl_dma, base + r->cpl,
+	peach2_rp_desc(&rp->descs[n++], cpl_dma, base + r->cpl,
 		       PEACH2_RP_CPL_HEAD, 0);
 	peach2_rp_desc(&rp->descs[n++], r->seq, base + r->cpl +
 		       PEACH2_RP_CPL_HEAD, sizeof(cpl->tag), PEACH2_DESC_IMM);
+	return n;
+}
+
+/* Chain descriptors 0 .. @n - 1 in order; the last one ends the run. */
+static void peach2_rp_link(struct peach2_rp *rp, u32 n)
+{
+	u32 i;
 
 	for (i = 0; i + 1 < n; i++) {
 		rp->descs[i].next = cpu_to_le32(rp->descs_dma +
@@ -741,7 +803,6 @@ static u32 peach2_rp_build(struct peach2_dev *p2, const struct peach2_rp_req *r,
 		rp->descs[i].flags |= cpu_to_le32(PEACH2_DESC_NEXT_HOST);
 	}
 	rp->descs[n - 1].flags |= cpu_to_le32(PEACH2_DESC_LAST);
-	return n;
 }
 
 /*
@@ -797,13 +858,15 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 }
 
 /*
- * Run the reply chain (@len data bytes) and wait for its end. The run is
- * aborted when it makes no progress for rp_timeout_ms, when it is not done
- * rp_timeout_ms + len / (16 MB/s) after its start, or, if @stoppable, as
- * soon as remove() sets rp->stopping. Returns 0 or the peach2_err code it
- * ended with.
+ * Run the chain in rp->descs (@len data bytes) and wait for its end. The
+ * run is aborted when it makes no progress for rp_timeout_ms, when it is
+ * not done rp_timeout_ms + len / (16 MB/s) after its start, or, if
+ * @stoppable, as soon as remove() sets rp->stopping. Returns 0 or the
+ * peach2_err code it ended with; then *done holds the descriptors the run
+ * completed (the card counts one only when all of it has been written; 0
+ * if the card is gone).
  */
-static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
+static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable, u32 *done)
 {
 	struct peach2_rp *rp = &p2->rp;
 	unsigned int ms = max(READ_ONCE(peach2_rp_timeout_ms), 10u);
@@ -812,6 +875,8 @@ static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
 	u64 bytes = 0;
 	u32 st, code;
 
+	*done = 0;
+	atomic64_inc(&rp->stats.reply_runs);
 	reinit_completion(&rp->dma_done);
 	/*
 	 * Pairs with the barrier in peach2_rp_remove(): either we see
@@ -843,6 +908,8 @@ static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable)
 		code = st & PEACH2_DMA_ST_ERROR ? peach2_dmac_code(st) :
 						  PEACH2_ERR_DMA_ABORTED;
 	}
+	if (code && st != U32_MAX)
+		*done = peach2_dmac_descs(p2, PEACH2_RP_CH);
 	peach2_dmac_ack(p2, PEACH2_RP_CH);
 	return code;
 }
@@ -977,71 +1044,165 @@ static void peach2_rp_served(struct peach2_dev *p2, const struct peach2_rp_req *
 	}
 }
 
+/* The serving thread's chains answered @n requests. */
+static void peach2_rp_answered(struct peach2_rp *rp, u32 n)
+{
+	atomic64_add(n, &rp->stats.replies);
+	if (n > atomic64_read(&rp->stats.replies_max))
+		atomic64_set(&rp->stats.replies_max, n);
+}
+
+/* @rep is answered: the card no longer reads its buffer. */
+static void peach2_rp_reply_put(struct peach2_rp_reply *rep)
+{
+	if (rep->buf)
+		peach2_buf_put(rep->buf);
+	rep->buf = NULL;
+}
+
 /*
- * The reply to @r failed with @code: tell the requester, so that it does not
- * wait for nothing: once, the record alone, with the DMA error as its
- * status. A CAS/FAA has been applied all the same (@value: the old value);
- * atomics are not idempotent.
+ * The answer to @rep failed with @code: tell the requester, so that it does
+ * not wait for nothing: once, the record alone (staging slot @slot), with
+ * the DMA error as its status. A CAS/FAA has been applied all the same (the
+ * record carries the old value); atomics are not idempotent.
  */
 static void peach2_rp_reply_failed(struct peach2_dev *p2,
-				   const struct peach2_rp_req *r, u32 code,
-				   u64 value)
+				   const struct peach2_rp_reply *rep, u32 slot,
+				   u32 code)
 {
 	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_reply rec = {
+		.r = rep->r,
+		.value = rep->value,
+		.status = code,
+	};
+	u32 done;
 
 	dev_dbg(&p2->pdev->dev, "read-proxy reply to node %u failed: %s\n",
-		r->src_node, peach2_err_name(code));
+		rep->r.src_node, peach2_err_name(code));
 	atomic64_inc(&rp->stats.reply_errors);
 	if (rp->wedged)
 		return;
-	peach2_rp_build(p2, r, NULL, 0, code, value);
-	code = peach2_rp_run(p2, 0, false);
+	peach2_rp_link(rp, peach2_rp_build(p2, &rec, 0, slot));
+	code = peach2_rp_run(p2, 0, false, &done);
 	if (code)
 		dev_dbg(&p2->pdev->dev, "read-proxy error record to node %u failed: %s\n",
-			r->src_node, peach2_err_name(code));
+			rep->r.src_node, peach2_err_name(code));
+	else
+		peach2_rp_answered(rp, 1);
 }
 
-/* Serve one ring entry. */
-static void peach2_rp_serve(struct peach2_dev *p2, const void *entry)
+static bool peach2_rp_is_atomic(const struct peach2_rp_req *r)
+{
+	return r->op == PEACH2_RP_OP_CAS || r->op == PEACH2_RP_OP_FAA;
+}
+
+/*
+ * Decide ring entries from rp->head on, at most @max, into rp->replies.
+ * Stops before a CAS/FAA while a READ decided before it still has its data
+ * to send (an atomic must not change memory that an earlier request
+ * reads), and after a LOOKUP (its answer waits in the names' one staging
+ * area until sent). Returns the entries taken, at least one; *nr: the
+ * replies they gave (an entry naming nobody to answer gives none).
+ */
+static u32 peach2_rp_collect(struct peach2_dev *p2, u32 max, u32 *nr)
 {
 	struct peach2_rp *rp = &p2->rp;
-	struct peach2_buf *buf = NULL;
-	struct peach2_rp_req r;
-	u32 status, code;
-	u64 value = 0, off = 0;
+	struct peach2_rp_reply *rep;
+	bool data = false;
+	u32 taken = 0;
 
-	if (!peach2_rp_fetch(p2, entry, &r))
-		return;
-	status = peach2_rp_decide(p2, &r, &buf, &off, &value);
-	peach2_rp_build(p2, &r, buf, off, status, value);
-	/* A LOOKUP answer is small, from the names' staging memory. */
-	code = peach2_rp_run(p2, status || r.op == PEACH2_RP_OP_LOOKUP ? 0 : r.len, true);
-	if (code)
-		peach2_rp_reply_failed(p2, &r, code, value);
-	else if (!status)
-		peach2_rp_served(p2, &r);
-
-	if (rp->wedged) {
-		/*
-		 * The card may still read @buf: keep it until remove() has
-		 * switched off bus mastering. Requests from now on get RP_OFF
-		 * from the card itself.
-		 */
-		spin_lock(&rp->ring_lock);
-		writel(0, p2->regs + PEACH2_REG_RP_CTRL);
-		spin_unlock(&rp->ring_lock);
-		rp->stuck_buf = buf;
-		return;
+	*nr = 0;
+	while (taken < max) {
+		rep = &rp->replies[*nr];
+		if (!peach2_rp_fetch(p2, rp->ring + ((rp->head + taken) &
+						     (rp->ring_entries - 1)) *
+				     PEACH2_RP_ENTRY_SIZE, &rep->r)) {
+			taken++;
+			continue;
+		}
+		if (data && peach2_rp_is_atomic(&rep->r))
+			break;
+		taken++;
+		(*nr)++;
+		rep->buf = NULL;
+		rep->off = 0;
+		rep->value = 0;
+		rep->status = peach2_rp_decide(p2, &rep->r, &rep->buf, &rep->off,
+					       &rep->value);
+		rep->ndescs = peach2_rp_ndescs(rep);
+		/* Cannot happen: chunks are at least a page. */
+		if (WARN_ON_ONCE(rep->ndescs > PEACH2_RP_MAX_DESCS)) {
+			rep->status = PEACH2_ERR_RP_BAD_REQUEST;
+			peach2_rp_count(rp, rep->status);
+			rep->ndescs = peach2_rp_ndescs(rep);
+		}
+		if (!rep->status && rep->r.op == PEACH2_RP_OP_READ)
+			data = true;
+		if (rep->r.op == PEACH2_RP_OP_LOOKUP)
+			break;
 	}
-	if (buf)
-		peach2_buf_put(buf);
+	return taken;
+}
+
+/*
+ * Answer rp->replies[0 .. @nr) in order, as many per chain run as its
+ * descriptors hold (all of them unless long READs fill it): one start, one
+ * interrupt for the lot. When a run fails, the requests whose tag it wrote
+ * are answered; the first one it did not finish gets an error record
+ * (peach2_rp_reply_failed()); the ones after it were not started and go
+ * into the next run, or, once remove() has begun, get error records as
+ * well. Stops if the channel wedges: the requests not answered then keep
+ * their buffers until remove().
+ */
+static void peach2_rp_answer(struct peach2_dev *p2, u32 nr)
+{
+	struct peach2_rp *rp = &p2->rp;
+	struct peach2_rp_reply *rep;
+	u32 first = 0, end, n, len, i, done, code;
+
+	while (first < nr) {
+		n = 0;
+		len = 0;
+		for (end = first; end < nr; end++) {
+			rep = &rp->replies[end];
+			if (end > first && n + rep->ndescs > rp->max_descs)
+				break;
+			n = peach2_rp_build(p2, rep, n, end);
+			rep->last_desc = n - 1;
+			/* A LOOKUP answer is small, from the names' staging memory. */
+			if (!rep->status && rep->r.op != PEACH2_RP_OP_LOOKUP)
+				len += rep->r.len;
+		}
+		peach2_rp_link(rp, n);
+		code = peach2_rp_run(p2, len, true, &done);
+		if (code && rp->wedged)
+			return;
+		for (i = first; i < end && (!code || rp->replies[i].last_desc < done); i++) {
+			rep = &rp->replies[i];
+			if (!rep->status)
+				peach2_rp_served(p2, &rep->r);
+			peach2_rp_reply_put(rep);
+		}
+		peach2_rp_answered(rp, i - first);
+		first = i;
+		if (!code)
+			continue;
+		do {
+			peach2_rp_reply_failed(p2, &rp->replies[first], first, code);
+			if (rp->wedged)
+				return;
+			peach2_rp_reply_put(&rp->replies[first]);
+			first++;
+		} while (first < nr && READ_ONCE(rp->stopping));
+	}
 }
 
 static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 {
 	struct peach2_dev *p2 = data;
 	struct peach2_rp *rp = &p2->rp;
-	u32 tail, avail, n;
+	u32 tail, avail, batch, n, taken, nr;
 
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
@@ -1067,16 +1228,30 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	/* TAIL is read before the entries it covers. */
 	dma_rmb();
 
-	for (n = 0; n < avail && n < PEACH2_RP_BUDGET; n++) {
-		if (READ_ONCE(rp->stopping) || rp->wedged)
+	avail = min(avail, PEACH2_RP_BUDGET);
+	batch = clamp(READ_ONCE(peach2_rp_chain_max), 1u, PEACH2_RP_BUDGET);
+	for (n = 0; n < avail; n += taken) {
+		if (READ_ONCE(rp->stopping))
 			break;
-		peach2_rp_serve(p2, rp->ring + (rp->head & (rp->ring_entries - 1)) *
-				PEACH2_RP_ENTRY_SIZE);
-		rp->head++;
+		taken = peach2_rp_collect(p2, min(avail - n, batch), &nr);
+		peach2_rp_answer(p2, nr);
+		rp->head += taken;
+		if (rp->wedged) {
+			/*
+			 * The card may still read the buffers of the replies
+			 * not answered: they stay until remove() has switched
+			 * off bus mastering. Requests from now on get RP_OFF
+			 * from the card itself.
+			 */
+			spin_lock(&rp->ring_lock);
+			writel(0, p2->regs + PEACH2_REG_RP_CTRL);
+			spin_unlock(&rp->ring_lock);
+			return IRQ_HANDLED;
+		}
 	}
 	/* The card raises the interrupt again if entries remain. */
 	spin_lock(&rp->ring_lock);
-	if (!rp->stopping && !rp->wedged && !rp->broken)
+	if (!rp->stopping && !rp->broken)
 		writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
 	spin_unlock(&rp->ring_lock);
 	return IRQ_HANDLED;
@@ -1098,8 +1273,8 @@ static irqreturn_t peach2_rp_dma_irq(int irq, void *data)
 static void peach2_rp_drain(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
-	struct peach2_rp_req r;
-	u32 tail, avail, n;
+	struct peach2_rp_reply rec = { .status = PEACH2_ERR_RP_OFF };
+	u32 tail, avail, n, done;
 
 	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
 	avail = tail - rp->head;
@@ -1108,13 +1283,14 @@ static void peach2_rp_drain(struct peach2_dev *p2)
 	dma_rmb();
 	for (n = 0; n < avail; n++, rp->head++) {
 		if (!peach2_rp_fetch(p2, rp->ring + (rp->head & (rp->ring_entries - 1)) *
-				     PEACH2_RP_ENTRY_SIZE, &r))
+				     PEACH2_RP_ENTRY_SIZE, &rec.r))
 			continue;
-		peach2_rp_build(p2, &r, NULL, 0, PEACH2_ERR_RP_OFF, 0);
-		if (peach2_rp_run(p2, 0, false)) {
+		peach2_rp_link(rp, peach2_rp_build(p2, &rec, 0, 0));
+		if (peach2_rp_run(p2, 0, false, &done)) {
 			atomic64_inc(&rp->stats.reply_errors);
 			break;
 		}
+		peach2_rp_answered(rp, 1);
 	}
 	if (n)
 		dev_info(&p2->pdev->dev, "read proxy: %u queued requests answered RP_OFF\n",
@@ -1146,7 +1322,13 @@ static void peach2_rp_free_mem(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct device *dev = &p2->pdev->dev;
+	u32 i;
 
+	/* Replies a wedged channel left unanswered (bus mastering is off). */
+	for (i = 0; rp->replies && i < PEACH2_RP_BUDGET; i++)
+		peach2_rp_reply_put(&rp->replies[i]);
+	kfree(rp->replies);
+	rp->replies = NULL;
 	if (rp->descs)
 		dma_free_coherent(dev, rp->reply_mem_size, rp->descs,
 				  rp->descs_dma);
@@ -1161,7 +1343,7 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct device *dev = &p2->pdev->dev;
-	size_t ring_size, desc_size;
+	size_t ring_size;
 
 	rp->ring_entries = READ_ONCE(peach2_rp_ring_entries);
 	ring_size = (size_t)rp->ring_entries * PEACH2_RP_ENTRY_SIZE;
@@ -1170,21 +1352,24 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 	if (!rp->ring)
 		return -ENOMEM;
 
-	/* Descriptors, then the 32-byte completion record. */
-	rp->max_descs = PEACH2_RP_MAX_DESCS;
-	desc_size = rp->max_descs * sizeof(*rp->descs);
-	rp->reply_mem_size = desc_size + sizeof(struct peach2_rp_cpl_le);
+	rp->replies = kcalloc(PEACH2_RP_BUDGET, sizeof(*rp->replies), GFP_KERNEL);
+	if (!rp->replies)
+		return -ENOMEM;
+
+	/* A chain's descriptors, then the batch's completion records. */
+	rp->max_descs = PEACH2_RP_CHAIN_DESCS;
+	rp->reply_mem_size = PEACH2_RP_REPLY_MEM;
 	rp->descs = dma_alloc_coherent(dev, rp->reply_mem_size, &rp->descs_dma,
 				       GFP_KERNEL);
 	if (!rp->descs)
 		return -ENOMEM;
-	rp->cpl = (void *)rp->descs + desc_size;
-	rp->cpl_dma = rp->descs_dma + desc_size;
+	rp->cpls = (void *)rp->descs + PEACH2_RP_REPLY_MEM - PEACH2_RP_CPLS_SIZE;
+	rp->cpls_dma = rp->descs_dma + PEACH2_RP_REPLY_MEM - PEACH2_RP_CPLS_SIZE;
 
 	/* Coherent memory is page aligned; `next` is a 32-bit address. */
 	if (rp->ring_dma % PEACH2_RP_ENTRY_SIZE ||
 	    rp->ring_dma + ring_size > p2->host_size ||
-	    rp->cpl_dma % sizeof(struct peach2_rp_cpl_le) ||
+	    rp->cpls_dma % sizeof(struct peach2_rp_cpl_le) ||
 	    rp->descs_dma + rp->reply_mem_size > min_t(u64, p2->host_size,
 						       BIT_ULL(32))) {
 		dev_err(dev, "read-proxy memory at %pad/%pad not usable by the card\n",
@@ -1332,10 +1517,6 @@ void peach2_rp_remove(struct peach2_dev *p2)
 	if (rp->wedged)
 		pci_clear_master(p2->pdev);
 	peach2_rp_free_mem(p2);
-	if (rp->stuck_buf) {
-		peach2_buf_put(rp->stuck_buf);
-		rp->stuck_buf = NULL;
-	}
 }
 
 /* sysfs `rproxy`: "name value" lines. */
@@ -1370,6 +1551,9 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("ring_errors", atomic64_read(&s->ring_errors));
 	P2_LINE("exports", atomic_read(&rp->nr_exports));
 	P2_LINE("submitted", atomic64_read(&s->submitted));
+	P2_LINE("reply_runs", atomic64_read(&s->reply_runs));
+	P2_LINE("replies", atomic64_read(&s->replies));
+	P2_LINE("replies_max", atomic64_read(&s->replies_max));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
 		static const char * const names[] = {
 			"card_tx_sent", "card_rx_queued", "card_rx_refused",

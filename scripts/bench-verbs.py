@@ -14,8 +14,14 @@ least minimum, the goal line each round's ratio and their median. Then (node 1 t
 server) ib_send_lat, ib_write_lat at 4 KiB, ib_read_lat at 8 B and 4 KiB, ib_atomic_lat
 (one-way = RTT/2 as perftest reports for Send/Write; Read and atomics are round trips; a run
 that prints inf, perftest's clock check on a loaded host, is run again), and ib_write_bw,
-ib_send_bw, ib_read_bw at 64 KiB and 1 MiB, with the read-proxy requests per Read that
-node 1 served. Writes build/bench/verbs.csv (test,size,median_us,mb_per_s,min_us).
+ib_send_bw, ib_read_bw at 64 KiB and ib_send_bw at 1 MiB. The two bandwidth goals (1 MiB)
+run in interleaved rounds (--bw-rounds) of the raw DMA put stream (tca_bench get's quick
+anchor), ib_write_bw and ib_read_bw: the table shows the medians, the goal lines each
+round's ratio and their median. With --rp-chain-max 1,32 every round runs ib_read_bw once
+per value of node 1's driver parameter rp_chain_max (1: one read-proxy request per chain
+run, as before batching), so the two are compared on the same machine state. For each
+Read figure: the read-proxy requests and chain runs per Read that node 1 served. Writes
+build/bench/verbs.csv (test,size,median_us,mb_per_s,min_us).
 
 Goals (issue 11), reported, not asserted: Send/Recv 8 B latency <= 1.25 x PIO put 8 B
 latency (paper 000: 3.5 / 2.0 us = 1.75); RDMA Write bandwidth at 1 MiB >= 90 % of DMA
@@ -100,6 +106,15 @@ def rp_counters(c, node):
         if rc == 0 else {}
 
 
+def rp_note(size, reads, delta):
+    """What node 1's read proxy did for `reads` ib_read_bw Reads of `size` bytes."""
+    served, runs = delta.get("served_read", 0), delta.get("reply_runs", 0)
+    return ("ib_read_bw %d B: node 1 served %d read-proxy requests for %d Reads (%.1f per Read) "
+            "in %d chain runs (%.1f requests per run); its card refused %d (ring full)"
+            % (size, served, reads, served / reads, runs, served / runs if runs else 0,
+               delta.get("card_rx_refused", 0)))
+
+
 def raw_anchors(c, quick):
     """libtca's raw figures (tca_bench get, node 0 measuring, node 1 serving), from the
     CSV node 0 writes (test,mode,size,count,min_us,median_us,p99_us,mb_per_s,verified)."""
@@ -129,17 +144,93 @@ def median(xs):
     return statistics.median(xs)
 
 
+def load():
+    """The host's 1-minute load average (other engineers' builds and VMs share it)."""
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return float(f.read().split()[0])
+
+
+CHAIN_MAX = "/sys/module/peach2/parameters/rp_chain_max"
+
+
+def chain_max(c, node, value=None):
+    """Node's rp_chain_max (read-proxy requests per chain run); set it first if `value`."""
+    if value is not None:
+        rc, out = c.run(node, "echo %d > %s" % (value, CHAIN_MAX))
+        if rc:
+            raise RuntimeError("cannot set %s on node %d: %s" % (CHAIN_MAX, node, out))
+    rc, out = c.run(node, "cat %s" % CHAIN_MAX)
+    if rc:
+        raise RuntimeError("no %s on node %d (driver too old?): %s" % (CHAIN_MAX, node, out))
+    return int(out.split()[-1])
+
+
+def read_bw(c, n, size, port):
+    """ib_read_bw (node 1 the target): (MB/s, node 1's read-proxy counter deltas)."""
+    before = rp_counters(c, 1)
+    out = perftest(c, "ib_read_bw", "-n %d -s %d" % (n, size), port)
+    after = rp_counters(c, 1)
+    return bw_row(out, size), {k: after[k] - before.get(k, 0) for k in after}
+
+
+def bw_rounds(c, rounds, n, chain_values, port):
+    """The 1 MiB bandwidth goals in interleaved rounds, each: the raw DMA put stream
+    (tca_bench get's quick anchor), ib_write_bw, then ib_read_bw once per rp_chain_max
+    value of node 1 (None: as it is). Returns the rounds as dicts and the last port."""
+    out = []
+    for r in range(rounds):
+        raw, _ = raw_anchors(c, True)
+        port += 1
+        res = {"dma": raw["dma_put_1m"], "load": [load()],
+               "write": bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576" % n, port), 1048576),
+               "read": {}}
+        # Alternate the order of the values, so that neither always runs first.
+        for v in chain_values if r % 2 == 0 else chain_values[::-1]:
+            if v is not None:
+                chain_max(c, 1, v)
+            port += 1
+            res["read"][v] = read_bw(c, n, 1048576, port)
+        res["load"].append(load())
+        out.append(res)
+        print("bw round %d (load %.1f -> %.1f): DMA put %.0f MB/s, ib_write_bw %.0f (%.2f), "
+              "ib_read_bw %s" % (r + 1, res["load"][0], res["load"][1], res["dma"], res["write"],
+                                 res["write"] / res["dma"],
+                                 ", ".join("%s%.0f (%.2f; %.1f requests, %.1f runs per Read)"
+                                           % ("" if v is None else "chain_max %d: " % v, mbs,
+                                              mbs / res["dma"], d.get("served_read", 0) / n,
+                                              d.get("reply_runs", 0) / n)
+                                           for v, (mbs, d) in ((v, res["read"][v])
+                                                               for v in chain_values))),
+              flush=True)
+    return out, port
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds of the interleaved 8-byte latency runs (default 5, quick 2)")
+    ap.add_argument("--bw-rounds", type=int, default=None,
+                    help="rounds of the interleaved 1 MiB bandwidth runs: raw DMA put, "
+                    "ib_write_bw, ib_read_bw (default 3, quick 2)")
+    ap.add_argument("--rp-chain-max", default=None, metavar="N[,N...]",
+                    help="node 1's rp_chain_max values (read-proxy requests per chain run, "
+                    "1..32); each round runs ib_read_bw 1 MiB once per value, e.g. 1,32 "
+                    "compares one request per run with batches (default: as loaded)")
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     args = ap.parse_args()
+    try:
+        chain_values = ([int(v) for v in args.rp_chain_max.split(",")] if args.rp_chain_max
+                        else [None])
+    except ValueError:
+        ap.error("--rp-chain-max: a comma-separated list of numbers")
+    if any(v is not None and not 1 <= v <= 32 for v in chain_values):
+        ap.error("--rp-chain-max: values 1..32")
     csv_host = args.csv or bench_csv("verbs.csv")
     lat_n = 200 if args.quick else 2000
     bw_n = 50 if args.quick else 500
     rounds = args.rounds or (2 if args.quick else 5)
+    nbw = args.bw_rounds or (2 if args.quick else 3)
     rows = []  # (test, size, min_us or None, median_us or None, MB/s or None)
     paired = {}  # test -> [(min, median)] per round, for the interleaved 8-byte runs
     rp_notes = []  # read-proxy requests per Read, from the target's counters
@@ -166,31 +257,46 @@ def main():
                                ("ib_read_lat", 4096), ("ib_atomic_lat", 8)):
                 port += 1
                 rows.append((prog, size) + perftest_lat(c, prog, size, lat_n, port) + (None,))
-            for prog in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
-                for size in (65536, 1048576):
-                    port += 1
-                    before = rp_counters(c, 1)
-                    out = perftest(c, prog, "-n %d -s %d" % (bw_n, size), port)
-                    rows.append((prog, size, None, None, bw_row(out, size)))
-                    if prog == "ib_read_bw":
-                        after = rp_counters(c, 1)
-                        delta = {k: after[k] - before.get(k, 0) for k in after}
-                        rp_notes.append("ib_read_bw %d B: node 1 served %d read-proxy requests "
-                                        "for %d Reads (%.1f per Read); its card refused %d "
-                                        "(ring full)" % (size, delta.get("served_read", 0), bw_n,
-                                                         delta.get("served_read", 0) / bw_n,
-                                                         delta.get("card_rx_refused", 0)))
+            for prog, size in (("ib_write_bw", 65536), ("ib_send_bw", 65536),
+                               ("ib_send_bw", 1048576), ("ib_read_bw", 65536)):
+                port += 1
+                if prog == "ib_read_bw":
+                    mbs, delta = read_bw(c, bw_n, size, port)
+                    rp_notes.append(rp_note(size, bw_n, delta))
+                else:
+                    mbs = bw_row(perftest(c, prog, "-n %d -s %d" % (bw_n, size), port), size)
+                rows.append((prog, size, None, None, mbs))
+            loaded_chain_max = chain_max(c, 1) if chain_values != [None] else None
+            try:
+                rounds_bw, port = bw_rounds(c, nbw, bw_n, chain_values, port)
+            finally:
+                if loaded_chain_max is not None:
+                    chain_max(c, 1, loaded_chain_max)
             counters = c.run(1, "cat /sys/class/peach2/peach2-0/verbs")[1]
             ok &= kernels_clean(c, range(2))
     except (ClusterError, RuntimeError, KeyError) as e:
         print("bench-verbs: %s" % e, file=sys.stderr)
         return 1
 
+    # The 1 MiB bandwidths: each round's figure, and the median of the rounds' ratios. The
+    # goal line's Read is the last --rp-chain-max value (by default the driver's setting).
+    goal_chain = chain_values[-1]
+    dma_1m = median([r["dma"] for r in rounds_bw])
+    write_1m = median([r["write"] for r in rounds_bw])
+    read_1m = {v: median([r["read"][v][0] for r in rounds_bw]) for v in chain_values}
+    rows += [("ib_write_bw", 1048576, None, None, write_1m),
+             ("ib_read_bw", 1048576, None, None, read_1m[goal_chain])]
+    for v in chain_values:
+        delta = {k: sum(r["read"][v][1].get(k, 0) for r in rounds_bw)
+                 for k in rounds_bw[0]["read"][v][1]}
+        rp_notes.append(rp_note(1048576, bw_n * nbw, delta)
+                        + ("" if v is None else " [rp_chain_max %d]" % v))
+
     # The interleaved runs: the median of the rounds' medians, the least minimum.
     lat8 = {t: (min(m for m, _ in v), median([d for _, d in v])) for t, v in paired.items()}
     table = [("raw put_pio", 8) + lat8["raw put_pio"] + (None,),
              ("raw get", 8, None, raw["get_8"], None),
-             ("raw dma_put", 1048576, None, None, raw["dma_put_1m"]),
+             ("raw dma_put", 1048576, None, None, dma_1m),
              ("raw get_stream", 1048576, None, None, raw["get_stream_1m"]),
              ("ib_send_lat", 8) + lat8["ib_send_lat"] + (None,),
              ("ib_write_lat", 8) + lat8["ib_write_lat"] + (None,)] + rows
@@ -205,17 +311,24 @@ def main():
     for test, size, lo, us, mbs in table:
         print("%-16s %9d %10s %12s %12s" % (test, size, cell(lo, "%.1f"), cell(us, "%.1f"),
                                             cell(mbs, "%.0f")))
-    bw = {(t, s): m for t, s, _, _, m in rows}
-    write_bw, read_bw = bw[("ib_write_bw", 1048576)], bw[("ib_read_bw", 1048576)]
     ratios = [s[1] / p[1] for s, p in zip(paired["ib_send_lat"], paired["raw put_pio"])]
     print("\nverbs: send 8 B / PIO put 8 B latency, per round: %s; median %.2f (goal <= 1.25; "
           "paper 000: 1.75); minima %.1f / %.1f us = %.2f"
           % (" ".join("%.2f" % x for x in ratios), median(ratios), lat8["ib_send_lat"][0],
              lat8["raw put_pio"][0], lat8["ib_send_lat"][0] / lat8["raw put_pio"][0]))
-    print("verbs: RDMA Write / DMA put bandwidth at 1 MiB: %.0f / %.0f MB/s = %.2f (goal >= 0.90)"
-          % (write_bw, raw["dma_put_1m"], write_bw / raw["dma_put_1m"]))
-    print("verbs: RDMA Read / DMA put bandwidth at 1 MiB: %.0f / %.0f MB/s = %.2f (goal >= 0.80)"
-          % (read_bw, raw["dma_put_1m"], read_bw / raw["dma_put_1m"]))
+    print("(1 MiB bandwidths: %d interleaved rounds of DMA put, ib_write_bw, ib_read_bw; the "
+          "table shows the medians, the goal lines each round's ratio and their median)" % nbw)
+    write_ratios = [r["write"] / r["dma"] for r in rounds_bw]
+    print("verbs: RDMA Write / DMA put bandwidth at 1 MiB, per round: %s; median %.2f "
+          "(medians %.0f / %.0f MB/s; goal >= 0.90)"
+          % (" ".join("%.2f" % x for x in write_ratios), median(write_ratios), write_1m, dma_1m))
+    for v in chain_values:
+        read_ratios = [r["read"][v][0] / r["dma"] for r in rounds_bw]
+        print("verbs: RDMA Read / DMA put bandwidth at 1 MiB%s, per round: %s; median %.2f "
+              "(medians %.0f / %.0f MB/s%s)"
+              % ("" if v is None else " (node 1 rp_chain_max %d)" % v,
+                 " ".join("%.2f" % x for x in read_ratios), median(read_ratios), read_1m[v],
+                 dma_1m, "; goal >= 0.80" if v == goal_chain else ""))
     print("\n" + "\n".join(rp_notes))
     print("\nnode1 counters:\n" + counters.rstrip())
 

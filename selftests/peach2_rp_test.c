@@ -1241,6 +1241,120 @@ TEST_F_TIMEOUT(rp, stalled_reply_is_aborted_and_answered, 60)
 	ASSERT_EQ(0, do_unexport(self->fd, id));
 }
 
+/*
+ * Requests that queue while the proxy channel is busy are answered in
+ * chains of many replies (sysfs reply_runs, replies, replies_max): a
+ * stalled reply holds the thread for rp_timeout_ms while 60 READs, then a
+ * READ, an FAA and a READ of one word queue behind it. Each is answered
+ * once, with its own data; the FAA is not applied before the READ queued
+ * ahead of it has read the word.
+ */
+TEST_F_TIMEOUT(rp, queued_requests_share_chains, 60)
+{
+	const char *tmo = "/sys/module/peach2/parameters/rp_timeout_ms";
+	/*
+	 * 60: after the stalled one, the thread takes 32 READs, then 28, the
+	 * READ of the word and the FAA: there the FAA must wait for the next
+	 * chain.
+	 */
+	const unsigned int n = 60, len = 1024;
+	volatile uint64_t *word = (volatile uint64_t *)(self->src.p + BUF_SIZE - 64);
+	long long runs = rp_counter("reply_runs");
+	long long replies = rp_counter("replies");
+	long long served = rp_counter("served_read");
+	long long errs = rp_counter("reply_errors");
+	char fault[PATH_MAX], old_ms[32] = "";
+	struct peach2_rp_submit s, tail[3];
+	struct peach2_rp_cpl c;
+	uint64_t tags[60], soff[60], stalled;
+	uint32_t id, key;
+	unsigned int i;
+
+	ASSERT_LE(0, runs);
+	ASSERT_LE(0, replies);
+	ASSERT_LE(0, rp_counter("replies_max"));
+	ASSERT_LE((uint64_t)BUF_SIZE, self->src_left);
+	class_attr(fault, sizeof(fault), "fault_proxy_stall");
+	ASSERT_LT(0, read_sysfs(tmo, old_ms, sizeof(old_ms)));
+	old_ms[strcspn(old_ms, "\n")] = '\0';
+	ASSERT_EQ(0, write_sysfs(tmo, "1000"));
+
+	fill(self->src.p, BUF_SIZE, 23);
+	*word = 1000;
+	memset(self->dst.p, 0, BUF_SIZE);
+	memset(self->cpl.p, 0, CPL_SIZE);
+	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, BUF_SIZE,
+			       PEACH2_EXPORT_READ | PEACH2_EXPORT_ATOMIC, &id,
+			       &key));
+	ASSERT_EQ(0, write_sysfs(fault, "1")) TH_LOG("%s (needs root)", fault);
+	s = rp_read(self->me, id, key, self->src_bus, 64, self->dst.a.handle,
+		    0, self->cpl.a.handle, 0);
+	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+	stalled = s.tag;
+	for (i = 0; i < n; i++) {
+		soff[i] = (i * 977 * 16) % (BUF_SIZE - 64 - len);
+		tags[i] = 0;
+		s = rp_read(self->me, id, key, self->src_bus + soff[i], len,
+			    self->dst.a.handle, 1024 + i * len, self->cpl.a.handle,
+			    32 * (i + 1));
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+		tags[i] = s.tag;
+	}
+	tail[0] = rp_read(self->me, id, key, self->src_bus + BUF_SIZE - 64, 8,
+			  self->dst.a.handle, BUF_SIZE - 64, self->cpl.a.handle,
+			  32 * (n + 1));
+	tail[1] = rp_atomic(self->me, PEACH2_RP_OP_FAA, id, key,
+			    self->src_bus + BUF_SIZE - 64, 1, 0,
+			    self->cpl.a.handle, 32 * (n + 2));
+	tail[2] = rp_read(self->me, id, key, self->src_bus + BUF_SIZE - 64, 8,
+			  self->dst.a.handle, BUF_SIZE - 48, self->cpl.a.handle,
+			  32 * (n + 3));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &tail[i]));
+
+	/* The stalled one: aborted and answered. */
+	ASSERT_EQ(0, wait_cpl(self->cpl.p, stalled, &c, WAIT_S));
+	ASSERT_EQ((uint32_t)PEACH2_ERR_DMA_ABORTED, c.status);
+	ASSERT_EQ(0U, c.len);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, wait_cpl(self->cpl.p + 32 * (i + 1), tags[i], &c,
+				      WAIT_S)) TH_LOG("READ %u not answered", i);
+		ASSERT_EQ(0U, c.status) TH_LOG("READ %u: status %u", i, c.status);
+		ASSERT_EQ(len, c.len);
+		ASSERT_EQ(0, memcmp(self->dst.p + 1024 + i * len,
+				    self->src.p + soff[i], len)) TH_LOG("READ %u", i);
+	}
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, wait_cpl(self->cpl.p + 32 * (n + 1 + i), tail[i].tag,
+				      &c, WAIT_S));
+		ASSERT_EQ(0U, c.status);
+		if (i == 1)
+			ASSERT_EQ(1000ULL, c.value);
+	}
+	/* In queue order: the READ before the FAA saw the old value. */
+	ASSERT_EQ(1000ULL, *(uint64_t *)(self->dst.p + BUF_SIZE - 64));
+	ASSERT_EQ(1001ULL, *(uint64_t *)(self->dst.p + BUF_SIZE - 48));
+	ASSERT_EQ(1001ULL, *word);
+
+	/* Each answered once: the stalled one by its error record. */
+	ASSERT_EQ(errs + 1, rp_counter("reply_errors"));
+	ASSERT_EQ(served + n + 2, rp_counter("served_read"));
+	ASSERT_EQ(replies + 1 + n + 3, rp_counter("replies"));
+	/*
+	 * The stalled run, its error record, then the queue at most
+	 * PEACH2_RP_BUDGET (32) at a time: far fewer runs than requests.
+	 */
+	TH_LOG("%lld requests answered in %lld chain runs (most in one: %lld)",
+	       rp_counter("replies") - replies, rp_counter("reply_runs") - runs,
+	       rp_counter("replies_max"));
+	ASSERT_GE(runs + 8, rp_counter("reply_runs"));
+	ASSERT_LE(32, rp_counter("replies_max"));
+
+	write_sysfs(fault, "0");
+	write_sysfs(tmo, old_ms);
+	ASSERT_EQ(0, do_unexport(self->fd, id));
+}
+
 TEST_F(rp, unbind_with_requests_queued)
 {
 	uint32_t id, key, bid, bkey;
@@ -1335,7 +1449,8 @@ TEST_F(rp, sysfs_rproxy)
 		"read_bytes", "refused_bad_request", "refused_not_exported",
 		"refused_range", "refused_align", "refused_replay",
 		"refused_throttled", "reply_errors", "ring_errors",
-		"exports", "submitted", "card_tx_sent",
+		"exports", "submitted", "reply_runs", "replies",
+		"replies_max", "card_tx_sent",
 		"card_rx_queued", "card_rx_refused", "card_rx_dropped",
 	};
 	long long ring, sub0, sent0;
