@@ -14,6 +14,9 @@
  *   default      every rank calls exit(CODE)
  *   -1           only rank 0 calls exit(CODE); the others wait for a message from rank 0
  *                that never comes: their job must end through MPI's error handling
+ *   -e           every rank calls exit(CODE) at once after MPI_Init, before any message
+ *                (a program rejecting its options), while the transports may still be
+ *                wiring up
  * Output: "mpi_exit: rank R on HOST exits CODE with its connections open" per exiting
  * rank, before the exit.
  */
@@ -30,9 +33,10 @@
 static void usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-c CODE] [-1]\n"
+		"usage: %s [-c CODE] [-1 | -e]\n"
 		"  -c   exit status of the ranks that exit (default 3)\n"
-		"  -1   only rank 0 exits; the others wait for it\n",
+		"  -1   only rank 0 exits; the others wait for it\n"
+		"  -e   every rank exits right after MPI_Init, before any message\n",
 		prog);
 	MPI_Abort(MPI_COMM_WORLD, 2);
 	exit(2);
@@ -41,11 +45,11 @@ static void usage(const char *prog)
 int main(int argc, char **argv)
 {
 	static uint8_t sbuf[RING_BYTES], rbuf[RING_BYTES];
-	int rank, size, c, code = 3, only_rank0 = 0, left, right;
+	int rank, size, c, code = 3, only_rank0 = 0, early = 0, left, right;
 	char *end;
 
 	mpit_init(&argc, &argv, &rank, &size);
-	while ((c = getopt(argc, argv, "c:1h")) != -1) {
+	while ((c = getopt(argc, argv, "c:1eh")) != -1) {
 		switch (c) {
 		case 'c':
 			code = (int)strtol(optarg, &end, 10);
@@ -57,11 +61,22 @@ int main(int argc, char **argv)
 		case '1':
 			only_rank0 = 1;
 			break;
+		case 'e':
+			early = 1;
+			break;
 		default:
 			usage(argv[0]);
 		}
 	}
 
+	if (only_rank0 && early)
+		usage(argv[0]);
+	if (early) {
+		printf("mpi_exit: rank %d on %s exits %d right after MPI_Init\n", rank, mpit_host(),
+		       code);
+		fflush(stdout);
+		exit(code);
+	}
 	right = (rank + 1) % size;
 	left = (rank + size - 1) % size;
 	mpit_fill(sbuf, sizeof(sbuf), (uint64_t)rank);
