@@ -11,6 +11,7 @@ Module (Python 3 stdlib only) and command line tool.
 
     scripts/cluster.py --nodes 2 -- 'cat /sys/class/peach2/peach2-0/node_id'
     scripts/cluster.py --nodes 3 --interactive
+    scripts/cluster.py --nodes 2 --copy ./ring:/tmp/ring --mpi openmpi -- 'mpirun -np 2 /tmp/ring'
 
 Each node is one qemu-system-x86_64 (q35, TCG, 256 MiB, one CPU) booting the Debian
 guest kernel with our initramfs (scripts/build-initramfs.sh). The default guest is a
