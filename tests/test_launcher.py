@@ -462,6 +462,10 @@ def test_copy_in_moves_every_byte_to_every_node(fake, tmp_path):
         with pytest.raises(cm.ClusterError, match=r"node\d: copying .*prog to .*afile/x failed"):
             c.copy_in(str(src), str(blocker / "x"))
         assert c.run(0, "echo still") == (0, "still\n")
+        # a restarted node gets the cluster's copies again
+        (out / "prog").unlink()
+        c.restart_node(1)
+        assert (out / "prog").read_bytes() == data
 
 
 def test_copy_bad_src_fails_before_boot(fake, tmp_path):
