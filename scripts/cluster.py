@@ -1099,8 +1099,7 @@ class Cluster:
         timeout = timeout or 60 + len(data) / 4000
         t0 = time.monotonic()
 
-        def lines():
-            tmp = shlex.quote("%s.peach2-copy-%s" % (dest, secrets.token_hex(4)))
+        def lines(tmp):
             yield ("mkdir -p %s && : > %s" % (shlex.quote(os.path.dirname(dest) or "/"), tmp))
             for at in range(0, len(data), COPY_CHUNK):
                 chunk = base64.b64encode(data[at:at + COPY_CHUNK]).decode()
@@ -1112,9 +1111,11 @@ class Cluster:
 
         def one(i):
             deadline = time.monotonic() + timeout
-            for cmd in lines():
+            tmp = shlex.quote("%s.peach2-copy-%s" % (dest, secrets.token_hex(4)))
+            for cmd in lines(tmp):
                 rc, out = self.run(i, cmd, timeout=max(1.0, deadline - time.monotonic()))
                 if rc != 0:
+                    self.run(i, "rm -f %s" % tmp)  # a partial copy (a full disk) goes
                     raise ClusterError("node%d: copying %s to %s failed (rc %d):\n%s"
                                        % (i, src, dest, rc, out.strip() or "(no output)"))
 
