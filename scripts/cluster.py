@@ -11,6 +11,7 @@ Module (Python 3 stdlib only) and command line tool.
 
     scripts/cluster.py --nodes 2 -- 'cat /sys/class/peach2/peach2-0/node_id'
     scripts/cluster.py --nodes 3 --interactive
+    scripts/cluster.py --nodes 2 --copy ./ring:/tmp/ring --mpi openmpi -- 'mpirun -np 2 /tmp/ring'
 
 Each node is one qemu-system-x86_64 (q35, TCG, 256 MiB, one CPU) booting the Debian
 guest kernel with our initramfs (scripts/build-initramfs.sh). The default guest is a
@@ -44,13 +45,17 @@ scripts/lib.sh).
 
 import argparse
 import atexit
+import base64
 import ctypes
+import hashlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -442,6 +447,58 @@ def _tail(path, nbytes=3000):
 
 
 # ---------------------------------------------------------------------------
+# Host files into the guests (no shared file system): over the command channel, in
+# base64 chunks of one command line each.
+
+# Raw bytes per command line: 64 KiB of base64, well under the kernel's 128 KiB limit of
+# one argument (the guest runs each line as `sh -c LINE`).
+COPY_CHUNK = 48 << 10
+
+
+def parse_copy(spec):
+    """`SRC[:DEST]` of --copy -> (SRC, DEST). DEST is an absolute guest path; one ending
+    in / (or none: /tmp/) is a directory, the file keeps its name there. SRC must be a
+    regular file on the host (a symlink to one is followed). ValueError says what is
+    wrong."""
+    src, sep, dest = spec.rpartition(":")
+    if not sep:
+        src, dest = spec, "/tmp/"
+    return copy_plan(src, dest)
+
+
+def copy_plan(src, dest):
+    """(SRC, DEST) checked as parse_copy() does; DEST completed with SRC's name when it
+    names a directory."""
+    if not src:
+        raise ValueError("copy %r: no host file named" % dest)
+    try:
+        st = os.stat(src)
+    except OSError as e:
+        raise ValueError("copy %s: %s" % (src, e.strerror)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("copy %s: not a regular file (directories are not copied)" % src)
+    if not os.access(src, os.R_OK):
+        raise ValueError("copy %s: not readable" % src)
+    if not dest.startswith("/"):
+        raise ValueError("copy %s: the guest path %r is not absolute" % (src, dest))
+    if dest.endswith("/"):
+        dest += os.path.basename(src)
+    if any(ch in dest for ch in "\n\r\0"):
+        raise ValueError("copy %s: the guest path has a newline or NUL" % src)
+    return src, dest
+
+
+def guest_mode(host_mode):
+    """The file's mode in the guest: the host's permission bits, readable by everyone
+    and executable by everyone if its owner may execute it (commands run as root, but
+    `su user -c ...` must be able to run a copied program)."""
+    mode = stat.S_IMODE(host_mode) & 0o777 | 0o444
+    if mode & stat.S_IXUSR:
+        mode |= 0o111
+    return mode
+
+
+# ---------------------------------------------------------------------------
 
 class Node:
     """One QEMU process and its command channel."""
@@ -646,7 +703,7 @@ class Cluster:
                  mem=256, device_props=None, qemu_args=None, append="", cables=None,
                  topology=None, transport="unix", guest=None, root_image=None, network=None,
                  with_device=True, keep=False, run_parent=None, verbose=True, loglevel=4,
-                 trace=None, link_transport=None):
+                 trace=None, link_transport=None, copies=None):
         """n: number of nodes (>= 1; the cabling needs >= 2).
         device_props: dict added to every node's -device peach2,... (overrides defaults),
             or a function node -> dict.
@@ -668,7 +725,9 @@ class Cluster:
         with_device: False boots without the card (launcher experiments only).
         keep: keep the run directory (logs) after stop(). verbose: progress on stderr.
         trace: a directory: every card records its transactions there (nodeN.p2trace,
-            docs/trace-format.md) for peach2-model; created if missing."""
+            docs/trace-format.md) for peach2-model; created if missing.
+        copies: [(host file, guest path), ...] copied into every guest after boot (and
+            after restart_node()), see copy_in(); checked here (ValueError)."""
         firmware = None
         if topology is not None:
             tn, cables, firmware = topology_plan(topology)
@@ -717,6 +776,7 @@ class Cluster:
             self.trace = os.path.abspath(trace)
             if "," in self.trace:  # -device splits properties at commas
                 raise ValueError("trace directory %r: no commas, please" % trace)
+        self.copies = [copy_plan(src, dest) for src, dest in (copies or [])]
         # Chosen once, so that a restarted node gets the same ports.
         self.tcp_ports = free_tcp_ports(len(self.cables)) if transport == "tcp" else None
         self.run_dir = None
@@ -799,6 +859,8 @@ class Cluster:
                 node.connect(deadline)
             self._wait_ready(self.nodes, deadline)
             self._say("all %d node(s) ready in %.1f s" % (self.n, time.monotonic() - t0))
+            for src, dest in self.copies:
+                self.copy_in(src, dest)
         except BaseException:
             self.stop(quiet=True)
             raise
@@ -916,6 +978,8 @@ class Cluster:
         node.launch()
         node.connect(deadline)
         self._wait_ready([node], deadline)
+        for src, dest in self.copies:
+            self.copy_in(src, dest, nodes=[i])
         return node.boot_time
 
     # -- fault injection (docs/hardware.md §5) ----------------------------------
@@ -990,14 +1054,20 @@ class Cluster:
         cmd: a string ("{node}" is replaced by the node id) or a function node -> str.
         Returns a list of (rc, output) indexed like `nodes` (default: 0..N-1).
         Raises the first error after all threads finished."""
+        return self._each_node(
+            lambda i: self.run(i, cmd(i) if callable(cmd) else cmd.replace("{node}", str(i)),
+                               timeout), nodes)
+
+    def _each_node(self, fn, nodes=None):
+        """[fn(i) for i in nodes (default 0..N-1)], each in its own thread; the first
+        error is raised after all of them finished."""
         nodes = list(range(self.n)) if nodes is None else list(nodes)
         results = [None] * len(nodes)
         errors = [None] * len(nodes)
 
         def one(k, i):
-            c = cmd(i) if callable(cmd) else cmd.replace("{node}", str(i))
             try:
-                results[k] = self.run(i, c, timeout)
+                results[k] = fn(i)
             except BaseException as e:  # re-raised below
                 errors[k] = e
 
@@ -1011,6 +1081,48 @@ class Cluster:
             if e is not None:
                 raise e
         return results
+
+    def copy_in(self, src, dest, nodes=None, timeout=None):
+        """Copy the host file src to the absolute path dest on every node (or the given
+        ones), in parallel, over the command channels: mode as on the host plus read
+        (and execute, if the owner has it) for everyone, missing directories created.
+        dest ending in / is a directory (src's name is kept). The guest checks the
+        SHA-256 before the file takes its place, so dest is either the whole file or
+        untouched. ValueError for a bad src or dest, ClusterError when a node fails."""
+        src, dest = copy_plan(src, dest)
+        with open(src, "rb") as f:
+            data = f.read()
+            mode = guest_mode(os.fstat(f.fileno()).st_mode)
+        digest = hashlib.sha256(data).hexdigest()
+        # The channel moved 12-20 KB/s of file on a busy host (docs/notes.md, mpi-exit):
+        # a bound for a channel four times slower.
+        timeout = timeout or 60 + len(data) / 4000
+        t0 = time.monotonic()
+
+        def lines(tmp):
+            yield ("mkdir -p %s && : > %s" % (shlex.quote(os.path.dirname(dest) or "/"), tmp))
+            for at in range(0, len(data), COPY_CHUNK):
+                chunk = base64.b64encode(data[at:at + COPY_CHUNK]).decode()
+                yield "printf %%s %s | base64 -d >> %s" % (chunk, tmp)
+            yield ("sum=$(sha256sum < {t}) && [ \"${{sum%% *}}\" = {h} ] || "
+                   "{{ echo \"sha256 of the copy: ${{sum%% *}}, sent: {h}\"; rm -f {t}; exit 1; }}; "
+                   "chmod {m:o} {t} && mv -f {t} {d} || {{ rm -f {t}; exit 1; }}"
+                   .format(t=tmp, h=digest, m=mode, d=shlex.quote(dest)))
+
+        def one(i):
+            deadline = time.monotonic() + timeout
+            tmp = shlex.quote("%s.peach2-copy-%s" % (dest, secrets.token_hex(4)))
+            for cmd in lines(tmp):
+                rc, out = self.run(i, cmd, timeout=max(1.0, deadline - time.monotonic()))
+                if rc != 0:
+                    self.run(i, "rm -f %s" % tmp)  # a partial copy (a full disk) goes
+                    raise ClusterError("node%d: copying %s to %s failed (rc %d):\n%s"
+                                       % (i, src, dest, rc, out.strip() or "(no output)"))
+
+        self._each_node(one, nodes)
+        self._say("copied %s to %s (%d bytes) in %.1f s"
+                  % (src, dest, len(data), time.monotonic() - t0))
+        return dest
 
     # -- status ------------------------------------------------------------------
     def status(self, timeout=30, nodes=None):
@@ -1253,6 +1365,10 @@ def main(argv=None):
                     help="run the command once, on node 0, with mpirun/mpiexec meaning this "
                          "MPI's launcher: ranks go to every node, their traffic over the cards "
                          "(e.g. -- 'mpirun -np 4 mpi_halo.$MPI')")
+    ap.add_argument("--copy", action="append", default=[], metavar="SRC[:DEST]",
+                    help="copy the host file SRC to DEST (absolute; ending in / or omitted: "
+                         "a directory, default /tmp/) in every guest before the command "
+                         "(repeatable; mode kept, readable by every guest user)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- command to run on every node "
                     "({node} is replaced by the node id)")
     a = ap.parse_args(argv)
@@ -1266,13 +1382,17 @@ def main(argv=None):
         ap.error("give a command after --, --status or --interactive")
     if a.nodes is None and a.topology is None:
         a.nodes = 2
+    try:
+        copies = [parse_copy(spec) for spec in a.copy]
+    except ValueError as e:
+        ap.error(str(e))
     c = Cluster(a.nodes, topology=a.topology, transport="tcp" if a.tcp else "unix",
                 link_transport=a.link_transport,
                 qemu=a.qemu, kernel=a.kernel, initrd=a.initrd,
                 boot_timeout=a.boot_timeout, mem=a.mem, append=a.append,
                 device_props=_parse_props(a.device_prop), qemu_args=a.qemu_arg or [],
                 with_device=not a.no_device, keep=a.keep, guest=a.guest,
-                root_image=a.root_image, network=a.network, trace=a.trace)
+                root_image=a.root_image, network=a.network, trace=a.trace, copies=copies)
     if a.print_cmdline:
         c.run_dir = "<run>"
         for i in range(c.n):

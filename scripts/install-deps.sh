@@ -24,6 +24,10 @@ PKGS=(
   # MPI test programs (userlib/mpi): built on the host against both of Debian's MPIs,
   # run in the guests with the same packages' runtime libraries
   libopenmpi-dev libmpich-dev
+  # the compiler wrapper users build their own MPI programs with on the host (mpicc,
+  # mpicc.openmpi; README "Your own program"): libopenmpi-dev does not pull it in, while
+  # libmpich-dev brings MPICH's (mpicc.mpich, package mpich)
+  openmpi-bin
   # benchmark charts (scripts/plot-bench.py, scripts/plot-model.py)
   python3-matplotlib
   # static checkers for driver/

@@ -2,6 +2,7 @@
 launcher's lifecycle against a fake QEMU (tests/fake_qemu.py). No VM is booted."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -407,3 +408,98 @@ def test_cli_mpi_runs_once_on_node0_with_that_mpis_launcher(tmp_path):
                                          "[node0] #!/bin/sh", run], r.stdout
     with pytest.raises(ValueError):
         cm.mpi_command("mvapich", "true")
+
+
+# ---- host files into the guests (--copy, Cluster.copy_in) ----------------------------
+
+def test_parse_copy(tmp_path):
+    f = tmp_path / "ring"
+    f.write_bytes(b"x")
+    assert cm.parse_copy("%s:/opt/bin/ring2" % f) == (str(f), "/opt/bin/ring2")
+    assert cm.parse_copy(str(f)) == (str(f), "/tmp/ring")          # default: /tmp/, same name
+    assert cm.parse_copy("%s:/opt/" % f) == (str(f), "/opt/ring")   # a directory keeps the name
+    for spec, why in (("%s/missing:/tmp/m" % tmp_path, "No such file"),
+                      ("%s:/tmp/d" % tmp_path, "not a regular file"),
+                      ("%s:tmp/ring" % f, "not absolute"),
+                      (":/tmp/x", "no host file")):
+        with pytest.raises(ValueError, match=why):
+            cm.parse_copy(spec)
+
+
+def test_guest_mode_keeps_the_bits_and_lets_everyone_read():
+    assert cm.guest_mode(0o100755) == 0o755
+    assert cm.guest_mode(0o100700) == 0o755   # an owner's program: everyone may run it
+    assert cm.guest_mode(0o100600) == 0o644
+    assert cm.guest_mode(0o104750) == 0o755   # no setuid/setgid/sticky bit in the guest
+    assert cm.guest_mode(0o100640) == 0o644
+
+
+def test_copy_in_moves_every_byte_to_every_node(fake, tmp_path):
+    """Several base64 chunks per file; the fake nodes share the host's file system, so
+    each node writes its own temporary file and the last rename wins with equal bytes."""
+    data = os.urandom(3 * cm.COPY_CHUNK + 123)
+    src = tmp_path / "prog"
+    src.write_bytes(data)
+    src.chmod(0o700)
+    small = tmp_path / "notes.txt"
+    small.write_text("hello\n")
+    small.chmod(0o600)
+    out = tmp_path / "guest" / "new" / "dir"
+    with fake(2, copies=[(str(src), str(out) + "/"), (str(small), str(out / "n.txt"))]) as c:
+        assert (out / "prog").read_bytes() == data
+        assert (out / "prog").stat().st_mode & 0o7777 == 0o755
+        assert (out / "n.txt").read_text() == "hello\n"
+        assert (out / "n.txt").stat().st_mode & 0o7777 == 0o644
+        assert sorted(os.listdir(out)) == ["n.txt", "prog"]   # no temporary file left
+        # an empty file, through the API, to one node
+        empty = tmp_path / "empty"
+        empty.write_bytes(b"")
+        assert c.copy_in(str(empty), str(out / "e"), nodes=[1]) == str(out / "e")
+        assert (out / "e").read_bytes() == b""
+        # a copy that cannot be written: a clear error, nothing left behind
+        blocker = tmp_path / "afile"
+        blocker.write_text("")
+        with pytest.raises(cm.ClusterError, match=r"node\d: copying .*prog to .*afile/x failed"):
+            c.copy_in(str(src), str(blocker / "x"))
+        assert c.run(0, "echo still") == (0, "still\n")
+        # a restarted node gets the cluster's copies again
+        (out / "prog").unlink()
+        c.restart_node(1)
+        assert (out / "prog").read_bytes() == data
+
+
+def test_copy_bad_src_fails_before_boot(fake, tmp_path):
+    with pytest.raises(ValueError, match="No such file"):
+        fake(2, copies=[(str(tmp_path / "nope"), "/tmp/nope")])
+    assert _fake_procs() == []
+
+
+def test_cli_copy(tmp_path):
+    env = cli_env(tmp_path)
+    src = tmp_path / "ring.sh"
+    src.write_text("#!/bin/sh\necho ring on node $1\n")
+    src.chmod(0o755)
+    dest = tmp_path / "g" / "ring"
+    r = subprocess.run([sys.executable, CLUSTER_PY, "--nodes", "2", "--copy",
+                        "%s:%s" % (src, dest), "--", "%s {node}" % dest],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[node0] ring on node 0", "[node1] ring on node 1"]
+    assert "copied %s to %s" % (src, dest) in r.stderr
+    # a missing file: a usage error naming it, no cluster booted
+    r = subprocess.run([sys.executable, CLUSTER_PY, "--nodes", "2", "--copy",
+                        "%s/absent:/tmp/a" % tmp_path, "--", "true"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert "copy %s/absent: No such file or directory" % tmp_path in r.stderr
+    assert not any(p.startswith("peach2-") for p in os.listdir(tmp_path))
+    # a copy that fails in the guest: exit 2, the node's error on stderr
+    r = subprocess.run([sys.executable, CLUSTER_PY, "--nodes", "2", "--copy",
+                        "%s:%s/x" % (src, src), "--", "true"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert re.search(r"cluster.py: node\d: copying .*ring.sh to .*ring.sh/x failed", r.stderr), r.stderr
+    assert _fake_procs() == []

@@ -12,12 +12,16 @@ scripts/guest/environment): `mpirun -np N prog` and `mpiexec.mpich -n N prog` pl
 on node0, node1, ... in turn with no host list.
 """
 
+import hashlib
 import re
+import shutil
+import subprocess
 import time
 
 import pytest
 
 from peach2_testlib import check, wait_until
+from benchlib import tcp_pair  # scripts/, on the path through peach2_testlib
 
 pytestmark = pytest.mark.vm
 
@@ -193,3 +197,108 @@ def test_killed_rank_fails_the_job(cluster2, mpi):
                timeout=30, what="no rank left")
     out = check(c, 0, launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300)
     ok_line(out, "mpi_pingpong")
+
+
+# A crash on the way out, in any process of the job: UCX's handler prints "Caught signal
+# 11 (Segmentation fault ...)", Hydra "BAD TERMINATION ... EXIT CODE: 139", the shell
+# "Segmentation fault".
+CRASH_RE = re.compile(r"(?i)caught signal|segmentation fault|signal 11|exit code: 139")
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_ranks_exit_without_finalize(cluster2, mpi):
+    """exit() after MPI_Init without MPI_Finalize (issue 12; it crashed in UCX's async
+    thread, which went on sending over TCA Verbs after our library's static destructors
+    had unmapped the card): mpi_exit.% exits 7 from every rank right after MPI_Init (-e,
+    UD wire-up in flight) and after traffic; the job ends with the ranks' code and no
+    process crashes. With Open MPI also rank 0 alone (-1): mpirun ends the job, the
+    others blocked on a receive from it. (Hydra does not end a job on a non-zero exit,
+    so under MPICH such survivors wait for ever, as they would on InfiniBand: a QP with
+    nothing outstanding to a dead peer does not fail.)"""
+    c = cluster2
+    prog = "mpi_exit.%s" % mpi
+    for mode in ("-e", "") + (("-1",) if mpi == "openmpi" else ()):
+        t0 = time.monotonic()
+        rc, out = c.run(0, launch(mpi, 2, "mpi_exit.% -c 7 " + mode) + " 2>&1", timeout=300)
+        print("\n%s %s: rc %d in %.1f s\n%s" % (prog, mode, rc, time.monotonic() - t0, out))
+        assert not CRASH_RE.search(out), out
+        assert rc == 7, "%s %s: rc %d, want the ranks' 7:\n%s" % (prog, mode, rc, out)
+        said = "right after MPI_Init" if mode == "-e" else "with its connections open"
+        assert "exits 7 " + said in out, out
+        if mode == "-1":
+            assert "rank 0 on node0 exits 7" in out and "rank 1 on" not in out, out
+        wait_until(lambda: all(c.run(i, "pidof %s" % prog)[0] != 0 for i in range(2)),
+                   timeout=30, what="no rank left")
+    ok_line(check(c, 0, launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300),
+            "mpi_pingpong")
+
+
+def test_verbs_program_exits_with_objects_alive(cluster2):
+    """A plain Verbs program (no MPI) that calls exit(0) with its QP, CQ and MR alive
+    while a thread of its own still polls the CQ and posts receives, through every exit
+    handler: it exits 0, and its peer's Sends fail as with a killed process
+    (`tca_verbs_check exit`)."""
+    c = cluster2
+    rc_s, srv, rc_c, cli = tcp_pair(c, 1, 0, "tca_verbs_check -n 300 exit", 18990, timeout=300)
+    print("\nserver (node1) rc %d:\n%s\nclient (node0) rc %d:\n%s" % (rc_s, srv, rc_c, cli))
+    assert not CRASH_RE.search(srv), srv
+    assert rc_s == 0, srv
+    assert "calls exit(0) with its QP, CQ and MR alive" in srv, srv
+    polls = re.search(r"polling thread polled (\d+) times during the last exit handler", srv)
+    assert polls and int(polls.group(1)) > 0, srv
+    assert rc_c == 0, cli
+    assert re.search(r"exit: PASS \(client\).*transport retry counter exceeded", cli), cli
+
+
+# A user's own MPI program, built on the host (Debian 12 on both sides, so host binaries
+# run in the guests) and copied in with Cluster.copy_in (scripts/cluster.py --copy).
+USER_RING_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+	char name[MPI_MAX_PROCESSOR_NAME] = "", heard[MPI_MAX_PROCESSOR_NAME] = "";
+	int rank, size, len;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Get_processor_name(name, &len);
+	MPI_Sendrecv(name, sizeof(name), MPI_CHAR, (rank + 1) % size, 0, heard, sizeof(heard),
+		     MPI_CHAR, (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	printf("user_ring: rank %d on %s heard from %s\n", rank, name, heard);
+	MPI_Finalize();
+	return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_users_own_program_copied_in(cluster2, mpi, tmp_path):
+    """A program built on the host with Debian's mpicc (scripts/install-deps.sh) is copied
+    into both guests (Cluster.copy_in, the API of --copy), byte for byte with its mode,
+    readable and executable by the guests' `user`, and runs across the nodes."""
+    c = cluster2
+    cc = "mpicc.%s" % mpi
+    assert shutil.which(cc), "%s not on the host: run scripts/install-deps.sh" % cc
+    src = tmp_path / "user_ring.c"
+    src.write_text(USER_RING_C)
+    exe = tmp_path / "user_ring"
+    subprocess.run([cc, "-O2", "-Wall", "-Werror", "-o", str(exe), str(src)], check=True)
+    data = exe.read_bytes()
+    t0 = time.monotonic()
+    assert c.copy_in(str(exe), "/tmp/users/") == "/tmp/users/user_ring"
+    print("\ncopied %d bytes into 2 guests in %.1f s" % (len(data), time.monotonic() - t0))
+    for i in range(2):
+        got = check(c, i, "sha256sum /tmp/users/user_ring; stat -c %a /tmp/users/user_ring")
+        assert got.split() == [hashlib.sha256(data).hexdigest(), "/tmp/users/user_ring",
+                               "%o" % (exe.stat().st_mode & 0o777 | 0o444)], got
+        # the guests' unprivileged user may read and run it (MPI jobs as `user` are
+        # another matter: UCX's pools exceed its 8 MiB RLIMIT_MEMLOCK, docs/notes.md)
+        check(c, i, "su user -c 'test -r /tmp/users/user_ring && test -x /tmp/users/user_ring'")
+    cmd = launch(mpi, 2, "/tmp/users/user_ring")
+    out = check(c, 0, cmd + " 2>&1", timeout=300)
+    print("%s:\n%s" % (cmd, out))
+    assert "user_ring: rank 0 on node0 heard from node1" in out, out
+    assert "user_ring: rank 1 on node1 heard from node0" in out, out

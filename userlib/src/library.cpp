@@ -18,8 +18,14 @@ struct State {
     std::atomic<Context*> fast{nullptr};  // published copy for lock-free readers
 };
 
+// Never destroyed. Closing the card at exit() would unmap the window and
+// every tcaMalloc buffer while other threads may still use them (a program's
+// own, or its transport's: UCX's async thread polls Verbs CQs whose rings
+// live in them), and those threads run on through exit handlers and static
+// destructors. The end of the process releases all of it, as for a killed
+// one (the driver's release); tcaFinalize() is the orderly close.
 State& state() {
-    static State s;
+    static State& s = *new State;
     return s;
 }
 

@@ -22,7 +22,8 @@
  * State and threads. The library holds one context (the open device, its
  * mappings, the tcaMalloc buffers and the DMA chains). It is opened lazily by the first
  * call that needs it (or explicitly by tcaInit()) and closed by
- * tcaFinalize(). Calls that touch the context (init, malloc, free, handle
+ * tcaFinalize() only: exit() leaves it open (threads still running then may
+ * use its buffers; the process's end releases it). Calls that touch the context (init, malloc, free, handle
  * creation, exchange) are serialised by an internal mutex and are safe to
  * make from several threads. tcaPut/tcaPutRaw/tcaFence take no lock: any
  * number of threads may store concurrently (they then race like ordinary

@@ -24,7 +24,9 @@ namespace {
 
 std::mutex g_session_lock;
 int g_session_users = 0;
-std::string g_session_path;
+// Never destroyed: a context left open at exit() stays usable by the threads
+// still running then (libtca's state() says why).
+std::string& g_session_path = *new std::string;
 
 }  // namespace
 

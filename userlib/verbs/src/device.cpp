@@ -24,9 +24,11 @@ namespace pv {
 namespace {
 
 // Devices live as long as the process: programs may keep an ibv_device
-// pointer after ibv_free_device_list (the list array is what they free).
+// pointer after ibv_free_device_list (the list array is what they free), and
+// threads still running at exit() use the contexts' device pointers. Never
+// destroyed, not even by static destructors.
 std::mutex g_devices_lock;
-std::vector<std::unique_ptr<Device>> g_devices;
+std::vector<std::unique_ptr<Device>>& g_devices = *new std::vector<std::unique_ptr<Device>>;
 
 Device* device_for(const std::string& path, std::uint32_t index) {
     for (auto& d : g_devices)

@@ -112,6 +112,15 @@ if [ -n "$check" ]; then
 	pair check_peer "$check" -n 300 peer
 	grep -q "peer: PASS (client).*transport retry counter exceeded" "$dir/check_peer.cli.log" ||
 		fail "check_peer: no PASS with a retry error in the client's output"
+	# The server calls exit(0) with its QP, CQ and MR alive while a thread
+	# polls them (as UCX's async thread does when an MPI rank exits without
+	# MPI_Finalize): it exits 0, the thread polled on through every exit
+	# handler, and the client sees the failure of a killed peer.
+	pair check_exit "$check" -n 300 exit
+	grep -q "exit: PASS (client).*transport retry counter exceeded" "$dir/check_exit.cli.log" ||
+		fail "check_exit: no PASS with a retry error in the client's output"
+	grep -Eq "polled [1-9][0-9]* times during the last exit handler" "$dir/check_exit.srv.log" ||
+		fail "check_exit: the polling thread did not poll during the server's exit handlers"
 fi
 
 echo "e2e_verbs: PASS: $runs program runs"

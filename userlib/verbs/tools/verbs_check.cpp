@@ -29,6 +29,12 @@
 //            after COUNT (or is killed first: kill -9, its node's QEMU
 //            killed). Every outstanding WR of the client completes, the
 //            first failure is IBV_WC_RETRY_EXC_ERR, the rest flush (no hang)
+//   exit     as peer, but the server leaves with exit(0), not _exit(0), while a
+//            second thread still polls its CQ and reposts receives (what an MPI
+//            transport's progress thread does when the program exits without
+//            finalizing): the exit handlers and static destructors of every
+//            library run beside it. The server must exit 0 (no crash, no hang);
+//            the client sees the same failure as with a killed peer
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -43,6 +49,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdarg>
@@ -867,7 +874,26 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
 
 constexpr int kPeerWindow = 16;
 
-void peer_test(const char* server, int port, std::uint64_t count) {
+// peer and exit: how the server leaves after COUNT messages.
+enum class Leave { quietly, with_exit };
+
+// exit: polls the polling thread made, and the program's own exit handler.
+// Registered before the device is opened, it runs after every handler and
+// static destructor the libraries registered later, while the thread still
+// polls: it gives the thread time to meet whatever they tore down.
+std::atomic<std::uint64_t> g_polls{0};
+void linger_at_exit() {
+    const std::uint64_t before = g_polls.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::printf("tca_verbs_check exit: the polling thread polled %" PRIu64
+                " times during the last exit handler\n",
+                g_polls.load() - before);
+    std::fflush(stdout);
+}
+
+void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
+    if (!server && leave == Leave::with_exit)
+        std::atexit(linger_at_exit);
     Dev d;
     Link link(server, port);
     Qp q(d, kPeerWindow * 2, kPeerWindow * 2);
@@ -888,16 +914,45 @@ void peer_test(const char* server, int port, std::uint64_t count) {
             if (wc.status != IBV_WC_SUCCESS)
                 fail("message %" PRIu64 ": %s", i, ibv_wc_status_str(wc.status));
             if (i == 100) {
-                std::printf("tca_verbs_check peer: RECEIVING (%" PRIu64 " messages so far)\n", i);
+                std::printf("tca_verbs_check %s: RECEIVING (%" PRIu64 " messages so far)\n", g_test,
+                            i);
                 std::fflush(stdout);
             }
             post_recv(q.qp, wc.wr_id, sge_of(wc.wr_id, kSlot));
         }
-        std::printf("tca_verbs_check peer: server received %" PRIu64
-                    " messages, exits now without a word\n",
+        if (leave == Leave::quietly) {
+            std::printf("tca_verbs_check peer: server received %" PRIu64
+                        " messages, exits now without a word\n",
+                        count);
+            std::fflush(stdout);
+            _exit(0);
+        }
+        // A thread that keeps using the QP, the CQ and the MR until the
+        // process is gone, and exit() from this one with all of them alive.
+        std::thread([&] {
+            for (;;) {
+                ibv_wc wc;
+                const int n = ibv_poll_cq(d.cq, 1, &wc);
+                g_polls.fetch_add(1);
+                if (n < 0)
+                    return;  // not expected; the client's verdict tells
+                if (n == 1 && wc.status == IBV_WC_SUCCESS) {
+                    ibv_sge sge = sge_of(wc.wr_id, kSlot);
+                    ibv_recv_wr r{};
+                    r.wr_id = wc.wr_id;
+                    r.sg_list = &sge;
+                    r.num_sge = 1;
+                    ibv_recv_wr* bad = nullptr;
+                    (void)ibv_post_recv(q.qp, &r, &bad);  // may fail once the QP errs
+                }
+            }
+        }).detach();
+        std::printf("tca_verbs_check exit: server received %" PRIu64
+                    " messages, calls exit(0) with its QP, CQ and MR alive and a thread "
+                    "polling them\n",
                     count);
         std::fflush(stdout);
-        _exit(0);
+        std::exit(0);
     }
     link.sync(1);
     // Sends until the peer is gone; then every outstanding WR must complete.
@@ -971,7 +1026,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|exit|hold [SERVER]\n");
     std::exit(2);
 }
 
@@ -1009,7 +1064,9 @@ int main(int argc, char** argv) {
     else if (t == "stream")
         stream_test(server, port, count, seed);
     else if (t == "peer")
-        peer_test(server, port, count);
+        peer_test(server, port, count, Leave::quietly);
+    else if (t == "exit")
+        peer_test(server, port, count, Leave::with_exit);
     else if (t == "hold")
         hold_test(count);
     else
