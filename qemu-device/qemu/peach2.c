@@ -559,7 +559,7 @@ static void peach2_direct_publish(Peach2Port *p)
         return;
     }
     qatomic_set(&a->gen, ++d->gen); /* odd: changing */
-    smp_mb();
+    smp_mb(); /* gen, then the writer's mark; the writer: mark, then gen */
     deadline = get_clock() + PEACH2_DIRECT_WAIT_NS;
     while ((w = qatomic_read(&a->writer)) != 0 && w < d->gen) {
         if (get_clock() > deadline) {
@@ -573,8 +573,7 @@ static void peach2_direct_publish(Peach2Port *p)
            s->direct_count * sizeof(Peach2DirectRange));
     qatomic_set(&a->count, s->direct_count);
     qatomic_set(&a->accept, !p->fault.stalled);
-    smp_wmb();
-    qatomic_store_release(&a->gen, ++d->gen);
+    qatomic_store_release(&a->gen, ++d->gen); /* the ranges before "even" */
     trace_peach2_direct_publish(s->node_id, p->port, s->direct_count,
                                 !p->fault.stalled);
 }
@@ -733,7 +732,7 @@ static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
         return false;
     }
     qatomic_set(&a->writer, gen);
-    smp_mb();
+    smp_mb(); /* mark, then look again; the owner: gen, then our mark */
     if (qatomic_read(&a->gen) != gen) {
         goto out;
     }
