@@ -79,6 +79,7 @@ static ssize_t link_transport_show(struct device *dev,
 	for (port = PEACH2_PORT_E; port <= PEACH2_PORT_S; port++) {
 		u32 link = readl(p2->regs + PEACH2_REG_LINK(port - 1));
 		const char *how = !(link & PEACH2_LINK_CONNECTED) ? "none" :
+				  (link & PEACH2_LINK_DIRECT) ? "shm direct" :
 				  (link & PEACH2_LINK_SHM) ? "shm" : "socket";
 
 		len += sysfs_emit_at(buf, len, "%c %s\n",

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The link transports against the machine's limits: shared memory and socket, with anchors.
+"""The link transports against the machine's limits: direct writes, rings, socket, with anchors.
 
     scripts/bench-fastpath.py            # make bench (issue 13's table)
     scripts/bench-fastpath.py --quick    # fewer iterations, for a smoke run
@@ -7,8 +7,9 @@
 One run measures, in this order:
   host anchors      tca_anchor memcpy (1 MiB, 8 MiB), unix-socket and shared-memory
                     ping-pongs between two host processes
-  per transport     two guests booted with the cables on the shared-memory transport
-                    (the default) and then on the socket (cluster.py --link-transport), each
+  per transport     two guests booted with the cables on the shared-memory transport with
+                    direct writes (shm, the default), on its rings only (shm-ring) and on
+                    the socket (cluster.py --link-transport), each
                     with an ivshmem-plain device on one shared memory-backend-file:
                     the ivshmem ping-pong between the same two guests (tca_anchor ivshmem),
                     PIO put ping-pong 8 B / 4 KiB, DMA put stream 1 MiB, get 8 B / 1 MiB
@@ -31,7 +32,7 @@ from cluster import Cluster, ClusterError, build_dir  # noqa: E402
 
 MIB = 1 << 20
 IVSHMEM_BYTES = 4 * MIB
-TRANSPORTS = ("shm", "socket")
+TRANSPORTS = ("shm", "shm-ring", "socket")
 
 
 def rows_of(text):
@@ -120,44 +121,46 @@ def table(anchors, figs):
         return pick(figs.get(t, {}).get(name, []), test, size, field)
 
     memcpy = pick(anchors["memcpy"], "memcpy", MIB, "mb_per_s")
-    out = ["%-30s %12s %12s %12s %10s  %s" % ("figure", "shm", "socket", "anchor", "shm/anchor", "goal (issue 13)")]
+    out = ["%-30s %12s %12s %12s %12s %10s  %s" % ("figure", "shm", "shm-ring", "socket", "anchor",
+                                                   "shm/anchor", "goal (issue 13)")]
     rows = []
 
-    def line(label, shm, sock, anchor, goal, unit):
+    def line(label, per_transport, anchor, goal, unit):
+        """per_transport: (name, test, size, field) of the figure, or None (anchor rows)."""
         def f(v):
             return "-" if v is None else ("%.2f" % v if v < 100 else "%.0f" % v)
+        vals = {t: g(t, *per_transport) if per_transport else None for t in TRANSPORTS}
+        shm = vals["shm"]
         ratio = (shm / anchor if unit == "us" else anchor / shm) if shm and anchor else None
-        out.append("%-30s %12s %12s %12s %10s  %s" % (label, f(shm), f(sock), f(anchor),
-                                                      "-" if ratio is None else "%.1fx" % ratio, goal))
-        rows.append({"figure": label, "unit": unit, "shm": shm, "socket": sock, "anchor": anchor})
+        out.append("%-30s %12s %12s %12s %12s %10s  %s" % (
+            label, f(shm), f(vals["shm-ring"]), f(vals["socket"]), f(anchor),
+            "-" if ratio is None else "%.1fx" % ratio, goal))
+        rows.append(dict(figure=label, unit=unit, anchor=anchor, **vals))
 
     for size, goal in ((8, "<= 5 us, <= 20x ivshmem"), (4096, "<= 20 us, <= 20x ivshmem")):
-        iv = g("shm", "ivshmem", "ivshmem", size) or g("socket", "ivshmem", "ivshmem", size)
-        line("PIO put %d B median us" % size, g("shm", "pio", "latency", size),
-             g("socket", "pio", "latency", size), iv, goal, "us")
-        line("PIO put %d B p99 us" % size, g("shm", "pio", "latency", size, "p99_us"),
-             g("socket", "pio", "latency", size, "p99_us"),
+        iv = next((v for v in (g(t, "ivshmem", "ivshmem", size) for t in TRANSPORTS) if v), None)
+        line("PIO put %d B median us" % size, ("pio", "latency", size, "median_us"), iv, goal, "us")
+        line("PIO put %d B p99 us" % size, ("pio", "latency", size, "p99_us"),
              g("shm", "ivshmem", "ivshmem", size, "p99_us"), "p99 <= 5x median", "us")
     # The tca_bench dma stream checks every message in the guest (TCG-bound); the get
     # bench's put stream does not. memcpy: 1 MiB stays in the host's caches, 8 MiB not.
     memcpy8 = pick(anchors["memcpy"], "memcpy", 8 * MIB, "mb_per_s")
-    line("DMA put 1 MiB MB/s, checked", g("shm", "dma", "stream", MIB, "mb_per_s"),
-         g("socket", "dma", "stream", MIB, "mb_per_s"), memcpy, ">= 2500 MB/s, >= 50% memcpy", "MB/s")
-    line("DMA put 1 MiB MB/s, stream", g("shm", "get", "dma_put_stream", MIB, "mb_per_s"),
-         g("socket", "get", "dma_put_stream", MIB, "mb_per_s"), memcpy8,
+    line("DMA put 1 MiB MB/s, checked", ("dma", "stream", MIB, "mb_per_s"), memcpy,
+         ">= 2500 MB/s, >= 50% memcpy", "MB/s")
+    line("DMA put 1 MiB MB/s, stream", ("get", "dma_put_stream", MIB, "mb_per_s"), memcpy8,
          "as above (anchor: memcpy 8 MiB)", "MB/s")
-    line("get 8 B median us", g("shm", "get", "get", 8), g("socket", "get", "get", 8),
-         g("shm", "get", "put_pio", 8), "<= 3x put 8 B (anchor: put)", "us")
-    line("get 1 MiB MB/s", g("shm", "get", "get", MIB, "mb_per_s"),
-         g("socket", "get", "get", MIB, "mb_per_s"), g("shm", "get", "dma_put_stream", MIB, "mb_per_s"),
-         ">= 80% DMA put (anchor: put stream)", "MB/s")
+    line("get 8 B median us", ("get", "get", 8, "median_us"), g("shm", "get", "put_pio", 8),
+         "<= 3x put 8 B (anchor: put)", "us")
+    line("get 1 MiB MB/s", ("get", "get", MIB, "mb_per_s"),
+         g("shm", "get", "dma_put_stream", MIB, "mb_per_s"), ">= 80% DMA put (anchor: put stream)",
+         "MB/s")
     for size in (8, 4096):
-        line("anchor: unix %d B us" % size, None, None, pick(anchors["unix"], "unix", size, "median_us"),
+        line("anchor: unix %d B us" % size, None, pick(anchors["unix"], "unix", size, "median_us"),
              "host processes", "us")
-        line("anchor: host shm %d B us" % size, None, None, pick(anchors["shm"], "shm", size, "median_us"),
+        line("anchor: host shm %d B us" % size, None, pick(anchors["shm"], "shm", size, "median_us"),
              "host processes", "us")
-    line("anchor: memcpy 1 MiB MB/s", None, None, memcpy, "host", "MB/s")
-    line("anchor: memcpy 8 MiB MB/s", None, None, memcpy8, "host", "MB/s")
+    line("anchor: memcpy 1 MiB MB/s", None, memcpy, "host", "MB/s")
+    line("anchor: memcpy 8 MiB MB/s", None, memcpy8, "host", "MB/s")
     return out, rows
 
 
@@ -187,7 +190,7 @@ def main():
     print("\n".join(lines))
     os.makedirs(os.path.dirname(csv_host), exist_ok=True)
     with open(csv_host, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["figure", "unit", "shm", "socket", "anchor"])
+        w = csv.DictWriter(f, fieldnames=["figure", "unit"] + list(TRANSPORTS) + ["anchor"])
         w.writeheader()
         w.writerows(rows)
     print("\nCSV written to %s" % csv_host)

@@ -76,7 +76,9 @@ RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
 BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
 FIRMWARE_DIRS = ("/usr/share/seabios", "/usr/lib/ipxe/qemu", "/usr/share/qemu")
 GUESTS = ("debian", "busybox")
-LINK_TRANSPORTS = ("shm", "socket")
+# shm: shared-memory rings, and writes straight into the peer's RAM (guest RAM is a
+# shared memfd); shm-ring: the rings only; socket: everything through the socket.
+LINK_TRANSPORTS = ("shm", "shm-ring", "socket")
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes including the NUL
 
 
@@ -304,8 +306,10 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
               loglevel=4, tcp_ports=None, root_image=None, network=False, link_transport="shm"):
     """The full argv of node i's QEMU. root_image: the Debian root (a read-only virtio
     disk, /dev/vda, shared by all nodes); network: a NIC on the management network;
-    link_transport: "shm" (unix-socket cables carry their data through shared memory)
-    or "socket" (the socket carries everything; TCP cables always do)."""
+    link_transport: "shm" (unix-socket cables carry their data through shared memory,
+    writes straight into the peer's guest RAM, which is then a shared memfd), "shm-ring"
+    (the shared-memory rings only) or "socket" (the socket carries everything; TCP
+    cables always do)."""
     p = node_paths(run_dir, i, boot)
     for k in ("console", "chan", "info", "qmp"):
         _check_path(p[k])
@@ -317,8 +321,13 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
         append += " " + mgmtnet.kernel_args(n)
     if append_extra:
         append += " " + append_extra
-    argv = [qemu, "-name", "node%d,debug-threads=on" % i,
-            "-machine", "q35", "-accel", "tcg", "-m", str(mem), "-smp", "1",
+    shm = link_transport in ("shm", "shm-ring") and not tcp_ports
+    direct = link_transport == "shm" and not tcp_ports and with_device
+    # Direct writes need the guest RAM in a file the peer can map.
+    machine = ["-object", "memory-backend-memfd,id=ram0,size=%dM,share=on" % mem,
+               "-machine", "q35,memory-backend=ram0"] if direct else ["-machine", "q35"]
+    argv = [qemu, "-name", "node%d,debug-threads=on" % i] + machine + [
+            "-accel", "tcg", "-m", str(mem), "-smp", "1",
             "-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
             "-no-reboot", "-nic", "none",
             "-kernel", kernel, "-initrd", initrd, "-append", append,
@@ -333,7 +342,7 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
         argv += ["-L", d]
     if with_device:
         dev = {"id": DEVICE_ID, "node-id": i, "nodes": n,
-               "link-shm": "on" if link_transport == "shm" and not tcp_ports else "off"}
+               "link-shm": "on" if shm else "off", "link-direct": "on" if direct else "off"}
         dev.update(props)
         dev.update(device_props or {})
         argv += cargs + ["-device", "peach2," + _fmt_props(dev)]
@@ -347,6 +356,15 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
         argv += mgmtnet.qemu_args(run_dir, i)
     argv += list(extra_args or [])
     return argv
+
+
+def _per_port(text):
+    """"E: a=1 b=2; W: ..." (the card's QOM read-outs) -> {"E": {"a": 1, "b": 2}, ...}."""
+    out = {}
+    for part in text.split(";"):
+        port, _, fields = part.strip().partition(":")
+        out[port] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -715,8 +733,10 @@ class Cluster:
             Without it: cabling(n) and no firmware (cards route to neighbours).
         transport: "unix" (socket files in the run directory) or "tcp" (loopback).
         link_transport: "shm" (default, or $PEACH2_LINK_TRANSPORT): the unix-socket
-            cables carry their data through shared memory (docs/hardware.md §5);
-            "socket": through the socket (as cables between hosts do).
+            cables carry their data through shared memory and the cards write
+            straight into their neighbours' RAM (docs/hardware.md §5); "shm-ring": the
+            shared-memory rings only; "socket": through the socket (as cables
+            between hosts do).
         guest: "debian" (default, or $PEACH2_GUEST) boots the Debian root image
             (root_image, default build/guest/debian-root.squashfs); "busybox" the
             initramfs alone.
@@ -999,19 +1019,19 @@ class Cluster:
     def fault_state(self, node):
         """The card's fault state: {port: {"cut": 0|1, "stalled", "held_ms", "drop_left",
         "dropped"}}."""
-        text = self._qom(node, "qom-get")
-        out = {}
-        for part in text.split(";"):
-            port, _, fields = part.strip().partition(":")
-            out[port] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
-        return out
+        return _per_port(self._qom(node, "qom-get"))
 
-    def _qom(self, node, command, **args):
+    def direct_state(self, node):
+        """The card's direct writes on each port's current connection (docs/hardware.md
+        §5): {port: {"on": 0|1, "sent", "sent_bytes", "received", "received_bytes"}}."""
+        return _per_port(self._qom(node, "qom-get", prop="direct"))
+
+    def _qom(self, node, command, prop="fault", **args):
         path = self._node(node).paths["qmp"]
         try:
             with qmp.QMP(path) as q:
                 return q.command(command, path="/machine/peripheral/" + DEVICE_ID,
-                                 property="fault", **args)
+                                 property=prop, **args)
         except (qmp.QMPError, OSError) as e:
             raise ClusterError("node%d: %s" % (node, e))
 
@@ -1324,7 +1344,9 @@ def main(argv=None):
                     help="cable over loopback TCP instead of unix sockets")
     ap.add_argument("--link-transport", choices=LINK_TRANSPORTS, default=None,
                     help="shm (default, or $PEACH2_LINK_TRANSPORT): unix-socket cables carry "
-                         "their data through shared memory; socket: through the socket")
+                         "their data through shared memory and writes go straight into the "
+                         "peer's RAM; shm-ring: the shared-memory rings only; socket: "
+                         "through the socket")
     ap.add_argument("--keep", action="store_true",
                     help="keep the run directory (console logs, QEMU stderr) after teardown")
     ap.add_argument("--interactive", "-i", action="store_true", help="prompt for commands")

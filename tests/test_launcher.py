@@ -131,7 +131,17 @@ def test_link_transport_property():
     TCP cables never do (no file descriptors cross TCP)."""
     dev = lambda **kw: parse_device(cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", **kw))  # noqa: E731
     assert dev()["link-shm"] == "on"
+    assert dev()["link-direct"] == "on"
+    assert dev(link_transport="shm-ring")["link-shm"] == "on"
+    assert dev(link_transport="shm-ring")["link-direct"] == "off"
     assert dev(link_transport="socket")["link-shm"] == "off"
+    assert dev(tcp_ports=[4000])["link-direct"] == "off"
+    # Direct writes need guest RAM the peer can map: a shared memfd backend.
+    argv = cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i")
+    assert "memory-backend-memfd,id=ram0,size=256M,share=on" in argv
+    assert "q35,memory-backend=ram0" in argv
+    assert "memory-backend-memfd,id=ram0,size=256M,share=on" not in cm.qemu_argv(
+        0, 2, RUN, "/q", "/k", "/i", link_transport="shm-ring")
     assert dev(tcp_ports=[4000])["link-shm"] == "off"
     assert dev(device_props={"link-shm": "off"})["link-shm"] == "off"
     with pytest.raises(ValueError):

@@ -7,7 +7,9 @@ The rest of the VM suite runs on the default transport; here the same libtca che
 disagree are shown to agree on the socket (a mixed ring, with multi-hop traffic over both
 transports), and the shared-memory path is shown to refuse writes outside registered
 buffers, keep order, and survive a peer killed in the middle of a PIO stream and of a
-DMA stream.
+DMA stream. On shared memory the cards also write straight into their neighbours' RAM
+(direct writes): shown to carry PIO, DMA and get with the counters of both cards agreeing,
+forced off with link_transport="shm-ring", and a peer that holds a direct write is dropped.
 """
 
 import fcntl
@@ -45,9 +47,15 @@ def rx_bytes(c, node, port):
 
 
 def transports(c, node):
-    """The driver's view of how each cable's bytes travel: {"E": "shm", "W": "socket",
-    "S": "none"} (sysfs link_transport, from LINK_x.SHM)."""
-    return dict(line.split() for line in sysfs_read(c, node, "link_transport").splitlines())
+    """The driver's view of how each cable's bytes travel: {"E": "shm direct", "W":
+    "socket", "S": "none"} (sysfs link_transport, from LINK_x.SHM and .DIRECT)."""
+    return dict(line.split(None, 1) for line in
+                sysfs_read(c, node, "link_transport").splitlines())
+
+
+def on_shm(how):
+    """Shared memory, with or without direct writes."""
+    return how in ("shm", "shm direct")
 
 
 def order_pair(c, sender, receiver, count=5000):
@@ -111,7 +119,8 @@ def test_default_transport_is_shared_memory(cluster2):
     if cluster2.link_transport != "shm":
         pytest.skip("the suite runs with PEACH2_LINK_TRANSPORT=%s" % cluster2.link_transport)
     assert shm_ports(cluster2, 0) >= 1 and shm_ports(cluster2, 1) >= 1
-    assert transports(cluster2, 0)["E"] == "shm" and transports(cluster2, 1)["W"] == "shm"
+    assert transports(cluster2, 0)["E"] == "shm direct"
+    assert transports(cluster2, 1)["W"] == "shm direct"
 
 
 def test_ends_that_disagree_use_the_socket(make_cluster):
@@ -126,8 +135,8 @@ def test_ends_that_disagree_use_the_socket(make_cluster):
     assert transports(c, 0)["E"] == "socket" and transports(c, 1) == {
         "E": "socket", "W": "socket", "S": "none"}
     assert transports(c, 2)["W"] == "socket"
-    assert transports(c, 2)["E"] == "shm" and transports(c, 3)["E"] == "shm"
-    assert transports(c, 0)["W"] == "shm"
+    assert transports(c, 2)["E"] == "shm direct" and transports(c, 3)["E"] == "shm direct"
+    assert transports(c, 0)["W"] == "shm direct"
     assert "port 1 uses the socket transport (the peer did not offer" in qemu_log(c, 0)
     assert "shared-memory link" not in qemu_log(c, 0) + qemu_log(c, 2), "a link was dropped"
     for via, sender, receiver in ((1, 0, 2), (3, 2, 0)):
@@ -139,7 +148,7 @@ def test_ends_that_disagree_use_the_socket(make_cluster):
 def test_shm_refuses_writes_outside_registered_buffers(shm2):
     """The inbound filter on the shared-memory path: a store to node 1's memory that is no
     buffer is refused whole and counted NOT_REGISTERED, as on the socket."""
-    assert transports(shm2, 0)["E"] == "shm"
+    assert on_shm(transports(shm2, 0)["E"])
     before = refused(shm2, 1)
     check(shm2, 0, "tca_check pio raw --node 1 --offset 0x1000")
     wait_until(lambda: refused(shm2, 1) > before, timeout=10, what="NOT_REGISTERED on node 1")
@@ -184,16 +193,63 @@ def test_shm_peer_killed_mid_stream_and_restarted(shm2, stream):
     dma_pair(c, 0, 1, count=3)
 
 
+# ---- direct writes -----------------------------------------------------------------
+
+
+def link_counters(c, node, port):
+    """{"tx_pkts": .., "tx_bytes": .., "rx_pkts": .., "rx_bytes": ..} of one port."""
+    m = re.search(r"^%s (.*)$" % port, sysfs_read(c, node, "counters"), re.M)
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+
+
+def test_direct_writes_carry_pio_dma_and_get(shm2):
+    """The default: stores, DMA and the read proxy's answers land in the peer's RAM from
+    the sender's QEMU; both cards count them as the packets they replace."""
+    assert transports(shm2, 0)["E"] == "shm direct" and transports(shm2, 1)["W"] == "shm direct"
+    before = shm2.direct_state(0)["E"]
+    assert before["on"] == 1, before
+    tx0, rx0 = link_counters(shm2, 0, "E"), link_counters(shm2, 1, "W")
+    pio_pair(shm2, 0, 1)
+    dma_pair(shm2, 0, 1)
+    pio_pair(shm2, 1, 0)
+    rc_s, out_s, rc_c, out_c = rp_pair(shm2, 1, 0, "--counter --seed 5",
+                                       "get-verify --seed 5 --iters 30 --max-len 256K")
+    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    assert " 0 mismatches, 0 errors" in out_c, out_c
+    d0, d1 = shm2.direct_state(0)["E"], shm2.direct_state(1)["W"]
+    assert d0["sent"] > before["sent"] + 100, (before, d0)
+    assert d0["sent"] == d1["received"] and d0["sent_bytes"] == d1["received_bytes"], (d0, d1)
+    assert d1["sent"] > 0 and d1["sent"] == d0["received"], (d0, d1)  # answers, 1 -> 0
+    # Every write counted once on each side, whichever way it went (node 1 may have
+    # been restarted by an earlier test: compare what this test added).
+    tx, rx = link_counters(shm2, 0, "E"), link_counters(shm2, 1, "W")
+    for k in ("pkts", "bytes"):
+        assert tx["tx_" + k] - tx0["tx_" + k] == rx["rx_" + k] - rx0["rx_" + k], (tx0, tx, rx0, rx)
+
+
+def test_shm_ring_without_direct_writes(make_cluster):
+    """link_transport="shm-ring": the rings carry everything, no direct write is made."""
+    c = make_cluster(2, link_transport="shm-ring")
+    assert transports(c, 0)["E"] == "shm" and transports(c, 1)["W"] == "shm"
+    pio_pair(c, 0, 1)
+    order_pair(c, 1, 0, count=2000)
+    assert c.direct_state(0)["E"] == {"on": 0, "sent": 0, "sent_bytes": 0, "received": 0,
+                                      "received_bytes": 0}
+    c.stop()
+
+
 # ---- a rogue peer on the shared-memory transport ---------------------------------
 
-OFFER_MAGIC = 0x31764d4853325050  # "PP2SHMv1" (qemu-device/qemu/peach2.c)
+OFFER_MAGIC = 0x32764d4853325050  # "PP2SHMv2" (qemu-device/qemu/peach2.c)
 RING_MAGIC, RING_HEADER, HEAD_OFF = 0x52534850, 256, 64  # peach2_shm_ring.h, shm_ring.cc
 
 
-def rogue_connect(path, ring=4096, claim=None, seal=True):
+def rogue_connect(path, ring=4096, claim=None, seal=True, keep_direct=False):
     """Connect to a card's listening cable as its peer would and make the offer: our ring
-    (a memfd we keep writing to), our eventfd. Returns (socket, our ring's mmap, the
-    card's wake-up eventfd) once the card's own offer arrived."""
+    (a memfd we keep writing to), our eventfd. Returns (socket, our ring's mmap, our
+    eventfd, the card's wake-up eventfd) once the card's own offer arrived; with
+    keep_direct also the card's RAM and direct-area descriptors (a list, empty if the
+    card offered none)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(20)
     s.connect(path)
@@ -209,12 +265,17 @@ def rogue_connect(path, ring=4096, claim=None, seal=True):
     got = b""
     fds = []
     while len(got) < 16:
-        data, more, _, _ = socket.recv_fds(s, 16 - len(got), 2)
+        data, more, _, _ = socket.recv_fds(s, 16 - len(got), 4)
         assert data, "the card closed the cable before its offer"
         got += data
         fds += more
-    assert struct.unpack("<Q", got[:8])[0] == OFFER_MAGIC and len(fds) == 2, got
+    # Ring and eventfd; the card's RAM and direct area too (we run as its user).
+    assert struct.unpack("<Q", got[:8])[0] == OFFER_MAGIC and len(fds) in (2, 4), got
     os.close(fds[0])
+    if keep_direct:
+        return s, mm, efd, fds[1], fds[2:]
+    for fd in fds[2:]:
+        os.close(fd)
     return s, mm, efd, fds[1]
 
 
@@ -258,6 +319,50 @@ def test_shm_rogue_peer_is_dropped_not_fatal(shm2, rogue):
         assert int(sysfs_read(c, 0, "err_count")) > errors_before
     else:
         assert "shared-memory link" in log and "dropping the connection" in log, log
+    assert c.nodes[0].alive(), "node 0's QEMU died"
+    check(c, 0, "true")
+    c.restart_node(1)
+    wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
+    pio_pair(c, 0, 1)
+
+
+def test_peer_holding_a_direct_write_is_dropped(shm2):
+    """A peer that announces a direct write and never finishes it: node 0's card waits at
+    most 20 ms when its inbound filter changes, then drops that link; its guest goes on and
+    the real node 1 reconnects. (Last in the file: QEMU says the first three transport
+    failures of a port, then every 100th ("held a direct write over 20 ms"), and the
+    rogue tests above count on seeing theirs.)"""
+    c = shm2
+    c.kill_node(1)
+    wait_sysfs(c, 0, "link_e", "down", timeout=15)
+    s, mm, efd, card_wake, extra = rogue_connect(link_socket_path(c.run_dir, 0, "E"),
+                                                 keep_direct=True)
+    area = None
+    try:
+        assert extra, "node 0 offered no direct area to a peer of its own user"
+        ram_fd, area_fd = extra
+        os.close(ram_fd)
+        area = mmap.mmap(area_fd, 0)
+        os.close(area_fd)
+        gen = struct.unpack_from("<Q", area, 8)[0]
+        assert gen % 2 == 0, gen
+        struct.pack_into("<Q", area, 64, gen)  # "writing under gen", forever
+        # Holding alone costs nothing: the cable stays up while the filter stays.
+        s.settimeout(3)
+        with pytest.raises(socket.timeout):
+            s.recv(1)
+        # A buffer registered on node 0 changes its inbound filter.
+        check(c, 0, "tca_check pio recv --peer 1 --size 4096 --guard 0 "
+              "--exchange-timeout-ms 1000; true", timeout=60)
+        s.settimeout(20)
+        wait_until(lambda: s.recv(1) == b"", timeout=15, what="node 0 to drop the holder")
+    finally:
+        s.close()
+        mm.close()
+        if area is not None:
+            area.close()
+        os.close(efd)
+        os.close(card_wake)
     assert c.nodes[0].alive(), "node 0's QEMU died"
     check(c, 0, "true")
     c.restart_node(1)

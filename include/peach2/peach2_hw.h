@@ -97,6 +97,7 @@ typedef uint64_t peach2_u64;
 #define   PEACH2_LINK_UP        (1u << 0)  /* peer said HELLO, link usable */
 #define   PEACH2_LINK_CONNECTED (1u << 1)  /* transport connected */
 #define   PEACH2_LINK_SHM       (1u << 2)  /* ... through shared memory (§5) */
+#define   PEACH2_LINK_DIRECT    (1u << 3)  /* ... writes go straight into the peer's memory */
 #define   PEACH2_LINK_PEER_PORT_SHIFT 8    /* bits 8..11: peer's port */
 #define   PEACH2_LINK_PEER_NODE_SHIFT 16   /* bits 16..31: peer's node id */
 

@@ -28,6 +28,10 @@
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "chardev/char-fe.h"
+#include "chardev/char-socket.h"
+#include "exec/memory.h"
+#include "hw/boards.h"
+#include "io/channel-socket.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
 #include "trace.h"
@@ -63,11 +67,74 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  * end that did not offer (link-shm off, a TCP cable) skips the peer's
  * offer and says HELLO on the socket; seeing packets where an offer could
  * be, the offering end drops its ring and speaks the socket too.
+ *
+ * Direct writes: an end whose guest RAM is a shared memfd (the launcher's
+ * memory-backend-memfd,share=on) adds two more descriptors to its offer
+ * when the peer runs as the same user (SO_PEERCRED: such a peer could read
+ * and write our memory through /proc anyway): that RAM and a Peach2Direct
+ * area where it publishes its inbound filter. The peer then writes what
+ * its card makes for our host memory straight into our RAM from its own
+ * vCPU, without waking us (Peach2Direct below).
  */
-#define PEACH2_SHM_OFFER_MAGIC 0x31764d4853325050ull /* "PP2SHMv1" */
+#define PEACH2_SHM_OFFER_MAGIC 0x32764d4853325050ull /* "PP2SHMv2" */
 #define PEACH2_SHM_OFFER_LEN 16                       /* magic, ring size */
+#define PEACH2_SHM_OFFER_FDS 4 /* ring, eventfd[, guest RAM, direct area] */
 #define PEACH2_SHM_RX_BUDGET (4u << 20) /* bytes per wake-up, then yield */
 #define PEACH2_SHM_POLL_MAX_US 1000
+
+/*
+ * The direct-write area one end publishes for the peer that writes into its
+ * memory (a sealed memfd, one per connection). The owner (the receiver)
+ * writes the first cache line and the ranges; the peer (the writer) writes
+ * the second line. Neither trusts the other's fields: the writer checks
+ * every range against the RAM it mapped, the owner reads the writer's
+ * counters as untrusted numbers.
+ *
+ * The ranges change under a generation count (odd while changing). A
+ * writer announces the even generation it writes under in `writer` and
+ * looks again (both sequentially consistent); the owner, after making the
+ * generation odd, waits until no writer holds an older one before it
+ * changes a range. So once an IN_CMD REMOVE or CLEAR returns to the guest,
+ * no direct write lands in what it removed, as with packets. A writer that
+ * holds the generation longer than PEACH2_DIRECT_WAIT_NS loses its link.
+ */
+#define PEACH2_DIRECT_MAGIC 0x5443455249443250ull /* "P2DIRECT" */
+#define PEACH2_DIRECT_WAIT_NS (20 * SCALE_MS)
+
+typedef struct Peach2DirectRange {
+    uint64_t base, end;   /* bus addresses, [base, end) */
+    uint64_t ram_off;     /* where base is in the owner's RAM file */
+} Peach2DirectRange;
+
+typedef struct Peach2DirectArea {
+    /* written by the owner */
+    uint64_t magic;
+    uint64_t gen;         /* odd while the ranges change; starts at 2 */
+    uint64_t accept;      /* 1: direct writes welcome (else: packets) */
+    uint64_t applied;     /* bytes of the writer's ring fed to the card */
+    uint64_t count;       /* ranges[0 .. count) */
+    uint64_t owner_pad[3];
+    /* written by the writer */
+    uint64_t writer;      /* the generation it writes under; 0: idle */
+    uint64_t pkts, bytes; /* its direct writes so far */
+    uint64_t writer_pad[5];
+    Peach2DirectRange ranges[PEACH2_IN_MAX_RANGES];
+} Peach2DirectArea;
+
+typedef struct Peach2Direct {
+    /* Ours, the peer writes into our memory: */
+    Peach2DirectArea *area;
+    size_t area_len;
+    uint64_t rx_total;        /* bytes of the peer's ring fed to the card */
+    uint64_t folded_pkts, folded_bytes; /* its counters, told to the card */
+    /* The peer's, we write into its memory: */
+    Peach2DirectArea *peer_area;
+    size_t peer_area_len;
+    uint8_t *peer_ram;
+    size_t peer_ram_len;
+    uint64_t pkts, bytes;     /* our direct writes (the peer sees copies) */
+    uint64_t gen;             /* our area's generation (ours, not its copy) */
+} Peach2Direct;
 
 typedef struct Peach2Shm {
     peach2_shm_ring *tx, *rx;   /* ours (we write), the peer's (we read) */
@@ -77,8 +144,11 @@ typedef struct Peach2Shm {
     int peer_wake_fd;           /* the peer's; -1 until its offer came */
     uint8_t offer[PEACH2_SHM_OFFER_LEN];
     size_t offer_got;
-    int offer_fds[2];           /* came with the offer's first bytes */
+    int offer_fds[PEACH2_SHM_OFFER_FDS]; /* came with the offer's first bytes */
+    int offer_nfds;
     uint8_t *bounce;            /* the peer's bytes, copied out of its ring */
+    uint64_t tx_total;          /* bytes written into our ring */
+    Peach2Direct direct;
 } Peach2Shm;
 
 /* Faults the host injects with qom-set (docs/hardware.md §5). */
@@ -128,6 +198,14 @@ struct Peach2State {
     char *trace_file;       /* the file being written, NULL when off */
     Notifier trace_exit;    /* QEMU exits without unrealizing: close then */
     bool link_shm;
+    bool link_direct;       /* offer direct writes when the RAM allows */
+    MemoryRegion *ram;      /* the guest RAM we offer, NULL: none to offer */
+    int ram_fd;
+    uint64_t direct_gen;    /* the inbound filter generation published */
+    Peach2DirectRange *direct_ranges; /* the published ranges, ours */
+    Peach2DirectRange *direct_spare;  /* the next table, built here */
+    uint64_t *direct_scratch;         /* the core's ranges, read here */
+    uint64_t direct_count;
     uint32_t shm_ring_size;
     uint32_t shm_poll_us;   /* after a delivery, look for more this long */
 };
@@ -361,6 +439,342 @@ static void peach2_shm_fail(Peach2Port *p, const char *why)
     qemu_chr_fe_disconnect(&p->chr);
 }
 
+/* ---- direct writes (same host, docs/hardware.md §5) ------------------- */
+
+static size_t peach2_direct_area_len(void)
+{
+    return ROUND_UP(sizeof(Peach2DirectArea), qemu_real_host_page_size());
+}
+
+/*
+ * The guest RAM this end can offer its peers: one shared file (the
+ * launcher's memory-backend-memfd,share=on). None with link-direct off, on
+ * the socket transport, or while a card trace records deliveries (a direct
+ * write never reaches our card, so it could not be recorded).
+ */
+static void peach2_direct_find_ram(Peach2State *s)
+{
+    MachineState *ms = MACHINE(qdev_get_machine());
+    MemoryRegion *ram = ms->ram;
+
+    s->ram = NULL;
+    s->ram_fd = -1;
+    if (!s->link_direct || !s->link_shm || s->trace_file || !ram ||
+        !memory_region_is_ram(ram) || !ram->ram_block ||
+        !qemu_ram_is_shared(ram->ram_block) || memory_region_get_fd(ram) < 0) {
+        return;
+    }
+    s->ram = ram;
+    s->ram_fd = memory_region_get_fd(ram);
+}
+
+/* Does the other end of this cable run as our user (a unix socket)? */
+static bool peach2_peer_same_user(Peach2Port *p)
+{
+    Chardev *chr = qemu_chr_fe_get_driver(&p->chr);
+    SocketChardev *sc;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (!chr || !object_dynamic_cast(OBJECT(chr), TYPE_CHARDEV_SOCKET)) {
+        return false;
+    }
+    sc = SOCKET_CHARDEV(chr);
+    if (!sc->sioc ||
+        getsockopt(sc->sioc->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        return false;
+    }
+    return cred.uid == geteuid();
+}
+
+/* Where [base, end) of our bus addresses lies in our RAM file, if wholly. */
+static bool peach2_direct_translate(Peach2State *s, uint64_t base,
+                                    uint64_t end, uint64_t *ram_off)
+{
+    MemoryRegionSection sec = memory_region_find(get_system_memory(), base,
+                                                 end - base);
+    bool ok = sec.mr == s->ram && int128_get64(sec.size) == end - base;
+
+    if (ok) {
+        *ram_off = sec.offset_within_region;
+    }
+    if (sec.mr) {
+        memory_region_unref(sec.mr);
+    }
+    return ok;
+}
+
+/*
+ * Our inbound filter as ranges of our RAM file, when it changed: the
+ * ranges that lie wholly in plain RAM (any other write travels as a packet
+ * and this card decides). Ranges already known keep their translation.
+ * True if the table changed.
+ */
+static bool peach2_direct_refresh(Peach2State *s)
+{
+    uint64_t gen = peach2_core_inbound_generation(s->core);
+    uint64_t (*r)[2] = (uint64_t (*)[2])s->direct_scratch;
+    Peach2DirectRange *old = s->direct_ranges;
+    Peach2DirectRange *now = s->direct_spare;
+    size_t n, i, j = 0, count = 0;
+
+    if (!s->ram || gen == s->direct_gen) {
+        return false;
+    }
+    s->direct_gen = gen;
+    n = peach2_core_inbound_enabled(s->core) ?
+        peach2_core_inbound_ranges(s->core, r, PEACH2_IN_MAX_RANGES) : 0;
+    for (i = 0; i < n; i++) {
+        uint64_t off;
+
+        while (j < s->direct_count && old[j].base < r[i][0]) {
+            j++;
+        }
+        if (j < s->direct_count && old[j].base == r[i][0] &&
+            old[j].end == r[i][1]) {
+            now[count++] = old[j];
+        } else if (peach2_direct_translate(s, r[i][0], r[i][1], &off)) {
+            now[count++] = (Peach2DirectRange){ r[i][0], r[i][1], off };
+        }
+    }
+    s->direct_spare = old;
+    s->direct_ranges = now;
+    s->direct_count = count;
+    return true;
+}
+
+/*
+ * Publish our ranges and whether we take direct writes now to the peer on
+ * p, waiting first until no direct write of the peer's uses the old ones.
+ */
+static void peach2_direct_publish(Peach2Port *p)
+{
+    Peach2State *s = p->dev;
+    Peach2Direct *d = &p->shm.direct;
+    Peach2DirectArea *a = d->area;
+    int64_t deadline;
+    uint64_t w;
+
+    if (!a) {
+        return;
+    }
+    qatomic_set(&a->gen, ++d->gen); /* odd: changing */
+    smp_mb(); /* gen, then the writer's mark; the writer: mark, then gen */
+    deadline = get_clock() + PEACH2_DIRECT_WAIT_NS;
+    while ((w = qatomic_read(&a->writer)) != 0 && w < d->gen) {
+        if (get_clock() > deadline) {
+            /* Our area stays odd: no more direct writes on this link. */
+            peach2_shm_fail(p, "the peer held a direct write over 20 ms");
+            return;
+        }
+        cpu_relax();
+    }
+    memcpy(a->ranges, s->direct_ranges,
+           s->direct_count * sizeof(Peach2DirectRange));
+    qatomic_set(&a->count, s->direct_count);
+    qatomic_set(&a->accept, !p->fault.stalled);
+    qatomic_store_release(&a->gen, ++d->gen); /* the ranges before "even" */
+    trace_peach2_direct_publish(s->node_id, p->port, s->direct_count,
+                                !p->fault.stalled);
+}
+
+/* After anything that may change the filter: republish where it changed. */
+static void peach2_direct_update(Peach2State *s)
+{
+    unsigned i;
+
+    if (peach2_direct_refresh(s)) {
+        for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+            peach2_direct_publish(&s->ports[i]);
+        }
+    }
+}
+
+/* The peer's direct writes, counted by it in our area: tell our card. */
+static void peach2_direct_fold(Peach2Port *p)
+{
+    Peach2Direct *d = &p->shm.direct;
+    uint64_t pkts, bytes;
+
+    if (!d->area) {
+        return;
+    }
+    pkts = qatomic_read(&d->area->pkts);
+    bytes = qatomic_read(&d->area->bytes);
+    if (pkts >= d->folded_pkts && bytes >= d->folded_bytes &&
+        (pkts != d->folded_pkts || bytes != d->folded_bytes)) {
+        peach2_core_link_count_direct(p->dev->core, p->port,
+                                      pkts - d->folded_pkts,
+                                      bytes - d->folded_bytes);
+    }
+    d->folded_pkts = pkts; /* a count that went back is the peer's lie */
+    d->folded_bytes = bytes;
+}
+
+/* A new connection: our area for the peer, published. Its fd, or -1. */
+static int peach2_direct_area_create(Peach2Port *p)
+{
+    Peach2Direct *d = &p->shm.direct;
+    size_t len = peach2_direct_area_len();
+    Error *err = NULL;
+    int fd;
+
+    fd = qemu_memfd_create("peach2-direct", len, false, 0,
+                           F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
+    if (fd < 0) {
+        warn_report_err(err);
+        return -1;
+    }
+    d->area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (d->area == MAP_FAILED) {
+        d->area = NULL;
+        close(fd);
+        return -1;
+    }
+    d->area_len = len;
+    d->area->magic = PEACH2_DIRECT_MAGIC;
+    d->gen = 0; /* publish: odd while it fills the area, then even */
+    peach2_direct_refresh(p->dev);
+    peach2_direct_publish(p);
+    return fd;
+}
+
+/* Map the peer's RAM and area from its offer. NULL, or why not. */
+static const char *peach2_direct_accept(Peach2Port *p, int ramfd, int areafd)
+{
+    Peach2Direct *d = &p->shm.direct;
+    size_t area_len = peach2_direct_area_len();
+    struct stat st, ast;
+    int seals, aseals;
+    void *ram, *area;
+
+    if (!p->dev->link_direct) {
+        return "link-direct is off here";
+    }
+    /* Sealed against shrinking: the mappings can never turn into SIGBUS. */
+    seals = fcntl(ramfd, F_GET_SEALS);
+    aseals = fcntl(areafd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(ramfd, &st) < 0 ||
+        st.st_size <= 0 || aseals < 0 || !(aseals & F_SEAL_SHRINK) ||
+        fstat(areafd, &ast) < 0 || (uint64_t)ast.st_size != area_len) {
+        return "the peer's RAM or area is not a sealed memfd of a fit size";
+    }
+    ram = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, ramfd, 0);
+    if (ram == MAP_FAILED) {
+        return "cannot map the peer's RAM";
+    }
+    area = mmap(NULL, area_len, PROT_READ | PROT_WRITE, MAP_SHARED, areafd, 0);
+    if (area == MAP_FAILED) {
+        munmap(ram, st.st_size);
+        return "cannot map the peer's direct area";
+    }
+    if (qatomic_read(&((Peach2DirectArea *)area)->magic) !=
+        PEACH2_DIRECT_MAGIC) {
+        munmap(ram, st.st_size);
+        munmap(area, area_len);
+        return "the peer's direct area is not one";
+    }
+    d->peer_ram = ram;
+    d->peer_ram_len = st.st_size;
+    d->peer_area = area;
+    d->peer_area_len = area_len;
+    return NULL;
+}
+
+static void peach2_direct_close(Peach2Port *p)
+{
+    Peach2Direct *d = &p->shm.direct;
+
+    if (d->area) {
+        peach2_direct_fold(p); /* what the peer wrote still counts */
+        munmap(d->area, d->area_len);
+    }
+    if (d->peer_area) {
+        munmap(d->peer_area, d->peer_area_len);
+    }
+    if (d->peer_ram) {
+        munmap(d->peer_ram, d->peer_ram_len);
+    }
+    memset(d, 0, sizeof(*d));
+}
+
+/*
+ * The core's direct_write: a write our card made for the peer on `port`
+ * goes straight into the peer's RAM, from this vCPU or bottom half, if the
+ * peer's published ranges admit it and everything we sent before it has
+ * been applied (order). False: it travels as a packet.
+ */
+static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
+                                const void *buf, size_t len)
+{
+    Peach2State *s = opaque;
+    Peach2Port *p;
+    Peach2Direct *d;
+    Peach2DirectArea *a;
+    uint64_t gen, lo, hi, base, end, ram_off, off;
+    bool done = false;
+
+    if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS) {
+        return false;
+    }
+    p = &s->ports[port];
+    d = &p->shm.direct;
+    a = d->peer_area;
+    if (!p->shm_on || !a || p->fault.cut ||
+        (p->fault.hold_until &&
+         qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < p->fault.hold_until) ||
+        !qatomic_read(&a->accept) ||
+        qatomic_load_acquire(&a->applied) != p->shm.tx_total) {
+        return false;
+    }
+    gen = qatomic_load_acquire(&a->gen);
+    if (!gen || (gen & 1)) {
+        return false;
+    }
+    qatomic_set(&a->writer, gen);
+    smp_mb(); /* mark, then look again; the owner: gen, then our mark */
+    if (qatomic_read(&a->gen) != gen) {
+        goto out;
+    }
+    /* The last range that starts at or below addr. */
+    lo = 0;
+    hi = MIN(qatomic_read(&a->count), (uint64_t)PEACH2_IN_MAX_RANGES);
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        if (qatomic_read(&a->ranges[mid].base) <= addr) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == 0) {
+        goto out;
+    }
+    base = qatomic_read(&a->ranges[lo - 1].base);
+    end = qatomic_read(&a->ranges[lo - 1].end);
+    ram_off = qatomic_read(&a->ranges[lo - 1].ram_off);
+    if (addr < base || end < addr || end - addr < len ||
+        ram_off > d->peer_ram_len || addr - base > d->peer_ram_len - ram_off) {
+        goto out;
+    }
+    off = ram_off + (addr - base);
+    if (len > d->peer_ram_len - off) {
+        goto out;
+    }
+    memcpy(d->peer_ram + off, buf, len);
+    smp_mb(); /* the data before the next write (a flag) and our counts */
+    d->pkts++;
+    d->bytes += len;
+    qatomic_set(&a->pkts, d->pkts);
+    qatomic_set(&a->bytes, d->bytes);
+    done = true;
+    trace_peach2_direct_write(s->node_id, port, addr, len);
+out:
+    qatomic_store_release(&a->writer, 0);
+    return done;
+}
+
 /*
  * Packets come in bursts (a payload, then the flag that says it is there):
  * after a delivery, wait a little for the next one rather than go back to
@@ -424,6 +838,11 @@ static void peach2_shm_receive(Peach2Port *p)
             qemu_chr_fe_disconnect(&p->chr); /* corrupt stream: reported */
             return;
         }
+        /* Applied: the peer's direct writes may follow these bytes now. */
+        m->direct.rx_total += n;
+        if (m->direct.area) {
+            qatomic_store_release(&m->direct.area->applied, m->direct.rx_total);
+        }
     }
     if (kick) {
         peach2_shm_kick(m->peer_wake_fd);
@@ -472,6 +891,7 @@ static void peach2_shm_send(Peach2Port *p)
         }
         trace_peach2_tx(p->dev->node_id, p->port, done);
         peach2_core_link_tx_consume(core, p->port, done);
+        m->tx_total += done;
         sent = true;
     }
     if (sent && peach2_shm_ring_consumer_needs_kick(m->tx)) {
@@ -482,12 +902,22 @@ static void peach2_shm_send(Peach2Port *p)
     }
 }
 
+static void peach2_shm_forget_offer(Peach2Shm *m)
+{
+    int i;
+
+    for (i = 0; i < PEACH2_SHM_OFFER_FDS; i++) {
+        m->offer_fds[i] = -1;
+    }
+    m->offer_nfds = 0;
+}
+
 /* Close the descriptors that came with the peer's offer. */
 static void peach2_shm_skip_offer(Peach2Shm *m)
 {
     int i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < PEACH2_SHM_OFFER_FDS; i++) {
         if (m->offer_fds[i] >= 0) {
             close(m->offer_fds[i]);
             m->offer_fds[i] = -1;
@@ -515,10 +945,11 @@ static void peach2_shm_close(Peach2Port *p)
         munmap(m->rx_mem, m->rx_len);
     }
     peach2_shm_skip_offer(m);
+    peach2_direct_close(p);
     g_free(m->bounce);
     memset(m, 0, sizeof(*m));
     m->wake_fd = m->peer_wake_fd = -1;
-    m->offer_fds[0] = m->offer_fds[1] = -1;
+    peach2_shm_forget_offer(m);
     p->shm_on = false;
 }
 
@@ -535,7 +966,8 @@ static bool peach2_shm_open(Peach2Port *p)
                           cpu_to_le64(s->shm_ring_size) };
     char why[128];
     Error *err = NULL;
-    int fds[2];
+    int fds[PEACH2_SHM_OFFER_FDS];
+    int nfds = 2;
     int memfd;
 
     memfd = qemu_memfd_create("peach2-link", len, false, 0,
@@ -556,9 +988,19 @@ static bool peach2_shm_open(Peach2Port *p)
     m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     fds[0] = memfd;
     fds[1] = m->wake_fd;
+    if (m->tx && m->wake_fd >= 0 && s->ram && peach2_peer_same_user(p)) {
+        fds[3] = peach2_direct_area_create(p);
+        if (fds[3] >= 0) {
+            fds[2] = s->ram_fd;
+            nfds = 4;
+        }
+    }
     if (!m->tx || m->wake_fd < 0 ||
-        qemu_chr_fe_set_msgfds(&p->chr, fds, 2) < 0) {
+        qemu_chr_fe_set_msgfds(&p->chr, fds, nfds) < 0) {
         close(memfd);
+        if (nfds == 4) {
+            close(fds[3]);
+        }
         peach2_shm_close(p);
         return false; /* e.g. a TCP cable: no fd passing */
     }
@@ -566,10 +1008,16 @@ static bool peach2_shm_open(Peach2Port *p)
         sizeof(offer)) {
         qemu_chr_fe_set_msgfds(&p->chr, NULL, 0);
         close(memfd);
+        if (nfds == 4) {
+            close(fds[3]);
+        }
         peach2_shm_close(p);
         return false;
     }
     close(memfd); /* our mapping and the peer's copy keep it */
+    if (nfds == 4) {
+        close(fds[3]); /* our area: the same */
+    }
     m->bounce = g_malloc(PEACH2_RX_CHUNK);
     qemu_set_fd_handler(m->wake_fd, peach2_shm_wake, NULL, p);
     p->shm_on = true;
@@ -637,21 +1085,39 @@ static void peach2_shm_start(Peach2Port *p)
 {
     Peach2Shm *m = &p->shm;
     const char *why = peach2_shm_accept(p, m->offer_fds[0], m->offer_fds[1]);
+    const char *direct = "the peer offered no RAM";
+    int i;
 
+    if (!why && m->offer_nfds == PEACH2_SHM_OFFER_FDS) {
+        direct = peach2_direct_accept(p, m->offer_fds[2], m->offer_fds[3]);
+    }
     if (m->offer_fds[0] >= 0) {
         close(m->offer_fds[0]); /* mapped, or refused */
     }
     if (why && m->offer_fds[1] >= 0) {
         close(m->offer_fds[1]);
     }
-    m->offer_fds[0] = m->offer_fds[1] = -1;
+    for (i = 2; i < PEACH2_SHM_OFFER_FDS; i++) {
+        if (m->offer_fds[i] >= 0) {
+            close(m->offer_fds[i]); /* mapped, or refused */
+        }
+    }
+    peach2_shm_forget_offer(m);
     if (why) {
         peach2_shm_fail(p, why);
         return;
     }
     peach2_core_link_shared_memory(p->dev->core, p->port, true);
-    info_report("peach2 node %u: port %u uses the shared-memory transport",
-                p->dev->node_id, p->port);
+    if (!direct) {
+        peach2_core_link_direct(p->dev->core, p->port, true);
+        info_report("peach2 node %u: port %u uses the shared-memory transport "
+                    "with direct writes into the peer's memory",
+                    p->dev->node_id, p->port);
+    } else {
+        info_report("peach2 node %u: port %u uses the shared-memory transport "
+                    "(no direct writes: %s)", p->dev->node_id, p->port, direct);
+    }
+    trace_peach2_direct_open(p->dev->node_id, p->port, !direct);
     /*
      * Our HELLO waited in the core for the peer's eventfd; the peer may
      * have written its HELLO after we read its offer: kick it, and read.
@@ -673,23 +1139,26 @@ static void peach2_link_first_bytes(Peach2Port *p, const uint8_t *buf,
     Peach2Shm *m = &p->shm;
     size_t take = MIN(size, PEACH2_SHM_OFFER_LEN - m->offer_got);
     uint8_t first[PEACH2_SHM_OFFER_LEN];
-    int fds[2] = { -1, -1 };
+    int fds[PEACH2_SHM_OFFER_FDS] = { -1, -1, -1, -1 };
     uint64_t magic;
     size_t got;
     int i, n;
 
     /* The descriptors arrive with the offer's first bytes, and only then. */
-    n = qemu_chr_fe_get_msgfds(&p->chr, fds, 2);
-    if (n > 0 && (m->offer_got != 0 || n != 2)) {
+    n = qemu_chr_fe_get_msgfds(&p->chr, fds, PEACH2_SHM_OFFER_FDS);
+    if (n > 0 && (m->offer_got != 0 || (n != 2 && n != 4))) {
         for (i = 0; i < n; i++) {
             close(fds[i]);
         }
-        peach2_shm_fail(p, "file descriptors that are not the offer's two");
+        peach2_shm_fail(p, "file descriptors that are not the offer's "
+                        "two or four");
         return;
     }
-    if (n == 2) {
-        m->offer_fds[0] = fds[0];
-        m->offer_fds[1] = fds[1];
+    if (n > 0) {
+        for (i = 0; i < n; i++) {
+            m->offer_fds[i] = fds[i];
+        }
+        m->offer_nfds = n;
     }
     memcpy(m->offer + m->offer_got, buf, take);
     m->offer_got += take;
@@ -917,6 +1386,27 @@ static void peach2_port_event(void *opaque, QEMUChrEvent event)
     }
 }
 
+/* What the "direct" property says: each port's direct writes. */
+static char *peach2_direct_get(Object *obj, Error **errp)
+{
+    Peach2State *s = PEACH2(obj);
+    GString *out = g_string_new("");
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Direct *d = &s->ports[i].shm.direct;
+
+        g_string_append_printf(out, "%s%c: on=%d sent=%" PRIu64 " sent_bytes=%"
+                               PRIu64 " received=%" PRIu64 " received_bytes=%"
+                               PRIu64, i == PEACH2_PORT_E ? "" : "; ",
+                               "NEWS"[i], d->peer_area != NULL, d->pkts,
+                               d->bytes,
+                               d->area ? qatomic_read(&d->area->pkts) : 0,
+                               d->area ? qatomic_read(&d->area->bytes) : 0);
+    }
+    return g_string_free(out, false);
+}
+
 /* ---- fault injection (host-driven) ------------------------------------
  *
  * Writable at run time through the string property "fault" (QMP/HMP
@@ -1018,8 +1508,10 @@ static void peach2_fault_set(Object *obj, const char *value, Error **errp)
         timer_mod(p->fault.hold_timer, p->fault.hold_until);
     } else if (!strcmp(w[0], "stall")) {
         p->fault.stalled = true;
+        peach2_direct_publish(p); /* the peer's writes wait as packets */
     } else if (!strcmp(w[0], "unstall")) {
         p->fault.stalled = false;
+        peach2_direct_publish(p);
         qemu_chr_fe_accept_input(&p->chr);
         peach2_shm_receive(p);
         peach2_send_queued(s);
@@ -1036,7 +1528,13 @@ static void peach2_fault_set(Object *obj, const char *value, Error **errp)
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
-    uint64_t val = peach2_core_reg_read(s->core, addr, size);
+    uint64_t val;
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        peach2_direct_fold(&s->ports[i]); /* the counters include them */
+    }
+    val = peach2_core_reg_read(s->core, addr, size);
 
     trace_peach2_reg_read(s->node_id, addr, size, val);
     return val;
@@ -1049,6 +1547,8 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
 
     trace_peach2_reg_write(s->node_id, addr, size, val);
     peach2_core_reg_write(s->core, addr, val, size);
+    /* An inbound filter command: the peers' direct writes see it now. */
+    peach2_direct_update(s);
     /* A read-proxy request: sent from this vCPU, like a window store. */
     peach2_send_queued(s);
 }
@@ -1201,6 +1701,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .log = peach2_log,
         .error = peach2_error,
         .now_ns = peach2_now_ns,
+        .direct_write = peach2_direct_write,
     };
     char why[256];
     unsigned i;
@@ -1220,8 +1721,9 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         Peach2Shm *m = &s->ports[i].shm;
 
         m->wake_fd = m->peer_wake_fd = -1;
-        m->offer_fds[0] = m->offer_fds[1] = -1;
+        peach2_shm_forget_offer(m);
     }
+    s->ram_fd = -1;
     s->core = peach2_core_new(&cfg, &host, why, sizeof(why));
     if (!s->core) {
         error_setg(errp, "peach2: %s (node-id=%u nodes=%u)", why,
@@ -1237,6 +1739,11 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         s->trace_exit.notify = peach2_trace_exit;
         qemu_add_exit_notifier(&s->trace_exit);
     }
+    peach2_direct_find_ram(s);
+    s->direct_ranges = g_new0(Peach2DirectRange, PEACH2_IN_MAX_RANGES);
+    s->direct_spare = g_new0(Peach2DirectRange, PEACH2_IN_MAX_RANGES);
+    s->direct_scratch = g_new0(uint64_t, 2 * PEACH2_IN_MAX_RANGES);
+    s->direct_gen = peach2_core_inbound_generation(s->core);
     s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
                                         &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
@@ -1342,6 +1849,11 @@ static void peach2_exit(PCIDevice *pdev)
     }
     peach2_core_free(s->core);
     s->core = NULL;
+    g_free(s->direct_ranges);
+    g_free(s->direct_spare);
+    g_free(s->direct_scratch);
+    s->direct_ranges = s->direct_spare = NULL;
+    s->direct_scratch = NULL;
 }
 
 static void peach2_reset(DeviceState *dev)
@@ -1350,6 +1862,7 @@ static void peach2_reset(DeviceState *dev)
 
     if (s->core) {
         peach2_core_reset(s->core);
+        peach2_direct_update(s); /* the filter is empty again */
     }
 }
 
@@ -1363,6 +1876,7 @@ static Property peach2_properties[] = {
     DEFINE_PROP_STRING("trace", Peach2State, trace),
     DEFINE_PROP_UINT32("trace-ring", Peach2State, trace_ring, 0),
     DEFINE_PROP_BOOL("link-shm", Peach2State, link_shm, true),
+    DEFINE_PROP_BOOL("link-direct", Peach2State, link_direct, true),
     DEFINE_PROP_UINT32("shm-ring-size", Peach2State, shm_ring_size, 4 << 20),
     DEFINE_PROP_UINT32("shm-poll-us", Peach2State, shm_poll_us, 0),
     DEFINE_PROP_END_OF_LIST(),
@@ -1412,6 +1926,13 @@ static void peach2_class_init(ObjectClass *klass, void *data)
     object_class_property_set_description(klass, "link-shm",
         "carry unix-socket cables through shared memory (same host); set "
         "the same at both ends of a cable; off: the socket carries all");
+    object_class_property_set_description(klass, "link-direct",
+        "with link-shm and guest RAM in a shared memfd, offer the peer "
+        "direct writes into this guest's memory and use the peer's");
+    object_class_property_add_str(klass, "direct", peach2_direct_get, NULL);
+    object_class_property_set_description(klass, "direct",
+        "direct writes per port (qom-get): sent and received, packets and "
+        "bytes, on the current connection");
     object_class_property_add_str(klass, "fault", peach2_fault_get,
                                   peach2_fault_set);
     object_class_property_set_description(klass, "fault",

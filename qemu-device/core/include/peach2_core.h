@@ -80,6 +80,16 @@ typedef struct peach2_core_host {
 	/* The emulated clock in ns (QEMU: QEMU_CLOCK_VIRTUAL), for the card
 	 * trace's timestamps. May be NULL (timestamps 0). */
 	uint64_t (*now_ns)(void *opaque);
+	/* Direct writes (docs/hardware.md, "Link transports"): deliver a
+	 * write this card made straight into the memory of the peer on `port`
+	 * (`addr`: a bus address of the peer's host memory), the peer's
+	 * inbound filter applied by the transport. Return true if delivered;
+	 * false sends it as a packet, as always (the peer then checks, applies
+	 * or refuses it itself). Asked only for WRITE packets to the peer's own
+	 * host memory with nothing queued before them on the port, while
+	 * peach2_core_link_direct() says the port can. May be NULL. */
+	bool (*direct_write)(void *opaque, unsigned port, uint64_t addr,
+			     const void *buf, size_t len);
 } peach2_core_host;
 
 typedef struct peach2_core_config {
@@ -133,6 +143,15 @@ void peach2_core_link_connected(peach2_core *core, unsigned port, bool connected
 /* The connection's bytes travel through shared memory (same host) rather
  * than the socket: shown as PEACH2_LINK_SHM until it closes. */
 void peach2_core_link_shared_memory(peach2_core *core, unsigned port, bool shm);
+/* The transport can deliver writes to the peer's memory directly
+ * (peach2_core_host.direct_write): shown as PEACH2_LINK_DIRECT until it
+ * closes or this is called with false. */
+void peach2_core_link_direct(peach2_core *core, unsigned port, bool direct);
+/* Writes the peer on `port` delivered straight into this node's memory
+ * (its direct_write): counted as if their packets had arrived and been
+ * delivered (the port's rx and the host port's tx counters). */
+void peach2_core_link_count_direct(peach2_core *core, unsigned port,
+				   uint64_t pkts, uint64_t bytes);
 /* Feed bytes received from the link. Returns false when the stream is
  * corrupt: the caller must drop the connection (it reconnects). */
 bool peach2_core_link_receive(peach2_core *core, unsigned port, const void *buf, size_t len);
@@ -148,6 +167,17 @@ void peach2_core_link_tx_consume(peach2_core *core, unsigned port, size_t n);
 void peach2_core_link_fault_drop(peach2_core *core, unsigned port, uint32_t n);
 void peach2_core_link_fault_state(peach2_core *core, unsigned port,
 				  uint32_t *drop_left, uint64_t *dropped);
+
+/*
+ * The inbound filter, for a transport that applies it to direct writes:
+ * a number that changes whenever the filter may have (a command, IN_CTRL,
+ * a reset), whether it is enabled, and its ranges as [base, end) pairs of
+ * bus addresses in ascending order (up to max pairs; returns how many).
+ */
+uint64_t peach2_core_inbound_generation(peach2_core *core);
+bool peach2_core_inbound_enabled(peach2_core *core);
+size_t peach2_core_inbound_ranges(peach2_core *core, uint64_t (*ranges)[2],
+				  size_t max);
 
 /*
  * Card event trace for peach2-model (docs/trace-format.md): every packet the

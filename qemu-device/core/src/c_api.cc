@@ -117,6 +117,22 @@ void peach2_core_link_connected(peach2_core* core, unsigned port, bool connected
 void peach2_core_link_shared_memory(peach2_core* core, unsigned port, bool shm) {
     guarded(core, [&] { core->card.links().shared_memory(port, shm); });
 }
+void peach2_core_link_direct(peach2_core* core, unsigned port, bool direct) {
+    guarded(core, [&] { core->card.links().direct(port, direct); });
+}
+void peach2_core_link_count_direct(peach2_core* core, unsigned port, uint64_t pkts,
+                                   uint64_t bytes) {
+    guarded(core, [&] { core->card.count_direct(port, pkts, bytes); });
+}
+uint64_t peach2_core_inbound_generation(peach2_core* core) {
+    return guarded(core, [&] { return core->card.inbound().generation(); });
+}
+bool peach2_core_inbound_enabled(peach2_core* core) {
+    return guarded(core, [&] { return core->card.inbound().enabled(); });
+}
+size_t peach2_core_inbound_ranges(peach2_core* core, uint64_t (*ranges)[2], size_t max) {
+    return guarded(core, [&] { return core->card.inbound().ranges(ranges, max); });
+}
 bool peach2_core_link_receive(peach2_core* core, unsigned port, const void* buf, size_t len) {
     return guarded(
         core,

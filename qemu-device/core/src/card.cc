@@ -288,6 +288,10 @@ peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> dat
                     {.node = node});
         return why;
     }
+    if (made && type == PEACH2_PKT_WRITE && send_direct(*port, node, addr, data)) {
+        sent(*port);
+        return PEACH2_ERR_NONE;
+    }
     peach2_pkt_hdr hdr{};
     hdr.type = type;
     hdr.hops = static_cast<uint8_t>(hops);  // < PEACH2_PKT_HOP_LIMIT: no wrap
@@ -299,6 +303,31 @@ peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> dat
     if (e == PEACH2_ERR_NONE)
         sent(*port);
     return e;
+}
+
+// A write this card made, for the host memory of the neighbour on `port`,
+// handed to the transport to apply straight there (docs/hardware.md, "Link
+// transports"). Only when nothing is queued before it on the port (writes
+// from one source arrive in order) and no trace is recorded (the peer would
+// not see the packet arrive). Forwarded packets always travel as packets, so
+// the cards between show them.
+bool Card::send_direct(unsigned port, uint32_t node, uint64_t addr,
+                       std::span<const uint8_t> data) {
+    if (!host_.direct_write || trace_.on() || !links_.direct_ready(port, node))
+        return false;
+    const Decoded d = decode_global(addr, data.size());
+    if (d.region != Region::Host ||
+        !host_.direct_write(host_.opaque, port, d.offset, data.data(), data.size()))
+        return false;
+    links_.count_direct_tx(port, data.size());
+    return true;
+}
+
+void Card::count_direct(unsigned port, uint64_t pkts, uint64_t bytes) {
+    if (!links_.count_direct_rx(port, pkts, bytes))
+        return;
+    host_counters_.tx_pkts = sat_add(host_counters_.tx_pkts, pkts);
+    host_counters_.tx_bytes += bytes;
 }
 
 // A packet for this node: a read-proxy request for the doorbell, or a write.

@@ -81,6 +81,10 @@ public:
     void service();
     unsigned tx_pending() const { return links_.tx_pending(); }
     Links& links() { return links_; }  // also the link_* calls
+    const InboundFilter& inbound() const { return inbound_; }
+    // The peer on `port` wrote straight into this node's memory (a direct
+    // write of the shared-memory transport): count it as delivered here.
+    void count_direct(unsigned port, uint64_t pkts, uint64_t bytes);
 
     // ---- what the units share ----
     const peach2_core_config& cfg() const { return cfg_; }
@@ -153,6 +157,7 @@ private:
     void combine(uint64_t off, uint64_t val, unsigned size);
     peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, unsigned hops,
                      const PacketId& from, const Made* made);
+    bool send_direct(unsigned port, uint32_t node, uint64_t addr, std::span<const uint8_t> data);
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
                        const PacketId& from);
     peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);

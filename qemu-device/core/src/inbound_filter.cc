@@ -15,6 +15,16 @@ void InboundFilter::reset() {
     size_ = 0;
     result_ = 0;
     ranges_.clear();
+    ++generation_;
+}
+
+size_t InboundFilter::ranges(uint64_t (*out)[2], size_t max) const {
+    size_t n = 0;
+    for (auto it = ranges_.begin(); it != ranges_.end() && n < max; ++it, ++n) {
+        out[n][0] = it->first;
+        out[n][1] = it->second;
+    }
+    return n;
 }
 
 bool InboundFilter::admits(uint64_t addr, uint64_t len) const {
@@ -33,11 +43,15 @@ peach2_err InboundFilter::add(uint64_t base, uint64_t size) {
     if (next != ranges_.begin() && std::prev(next)->second > base)
         return PEACH2_ERR_BAD_COMMAND;  // overlaps the preceding range
     ranges_.emplace(base, end);
+    ++generation_;
     return PEACH2_ERR_NONE;
 }
 
 peach2_err InboundFilter::remove(uint64_t base) {
-    return ranges_.erase(base) ? PEACH2_ERR_NONE : PEACH2_ERR_BAD_COMMAND;
+    if (!ranges_.erase(base))
+        return PEACH2_ERR_BAD_COMMAND;
+    ++generation_;
+    return PEACH2_ERR_NONE;
 }
 
 bool InboundFilter::contains(uint64_t addr, uint64_t len) const {
@@ -63,7 +77,10 @@ bool InboundFilter::reg_read(uint64_t off, uint32_t& v) const {
 
 bool InboundFilter::reg_write(uint64_t off, uint32_t v) {
     switch (off) {
-    case PEACH2_REG_IN_CTRL: ctrl_ = v & PEACH2_IN_ENABLE; return true;
+    case PEACH2_REG_IN_CTRL:
+        ctrl_ = v & PEACH2_IN_ENABLE;
+        ++generation_;
+        return true;
     case PEACH2_REG_IN_BASE_LO: set_lo32(base_, v); return true;
     case PEACH2_REG_IN_BASE_HI: set_hi32(base_, v); return true;
     case PEACH2_REG_IN_SIZE_LO: set_lo32(size_, v); return true;

@@ -25,8 +25,17 @@ public:
     // the command was refused.
     peach2_err add(uint64_t base, uint64_t size);
     peach2_err remove(uint64_t base);
-    void clear() { ranges_.clear(); }
+    void clear() {
+        ranges_.clear();
+        ++generation_;
+    }
     size_t size() const { return ranges_.size(); }
+    bool enabled() const { return ctrl_ & PEACH2_IN_ENABLE; }
+    // Changes whenever the filter may have: a transport that applies it
+    // elsewhere (direct writes) copies the ranges again.
+    uint64_t generation() const { return generation_; }
+    // Up to `max` ranges as [base, end) pairs, ascending; returns how many.
+    size_t ranges(uint64_t (*out)[2], size_t max) const;
     // True if [addr, addr+len) lies inside one registered range.
     bool contains(uint64_t addr, uint64_t len) const;
 
@@ -43,6 +52,7 @@ private:
     uint64_t base_ = 0;
     uint64_t size_ = 0;
     uint32_t result_ = 0;
+    uint64_t generation_ = 0;
     std::map<uint64_t, uint64_t> ranges_;  // base -> end (exclusive)
 };
 

@@ -57,7 +57,8 @@ uint32_t Links::link_reg(unsigned port) const {
         v |= PEACH2_LINK_UP | (l.peer_port << PEACH2_LINK_PEER_PORT_SHIFT) |
              (l.peer_node << PEACH2_LINK_PEER_NODE_SHIFT);
     if (l.connected)
-        v |= PEACH2_LINK_CONNECTED | (l.shm ? PEACH2_LINK_SHM : 0);
+        v |= PEACH2_LINK_CONNECTED | (l.shm ? PEACH2_LINK_SHM : 0) |
+             (l.shm && l.direct ? PEACH2_LINK_DIRECT : 0);
     return v;
 }
 
@@ -208,12 +209,14 @@ void Links::connected(unsigned port, bool up) {
         down(port, "transport closed");
         l->connected = false;
         l->shm = false;
+        l->direct = false;
         return;
     }
     // A new connection is a new stream: forget the old one completely.
     down(port, "transport reconnected");
     l->connected = true;
     l->shm = false;  // the host says so once both ends agreed
+    l->direct = false;
     l->rx.reset();
     l->rx_seq = 0;
     l->tx.clear();
@@ -224,6 +227,34 @@ void Links::connected(unsigned port, bool up) {
 void Links::shared_memory(unsigned port, bool shm) {
     if (Link* l = link(port); l && l->connected)
         l->shm = shm;
+}
+
+void Links::direct(unsigned port, bool direct) {
+    if (Link* l = link(port); l && l->connected)
+        l->direct = direct;
+}
+
+bool Links::direct_ready(unsigned port, uint32_t node) const {
+    if (port == PEACH2_PORT_N || port >= PEACH2_NR_PORTS)
+        return false;
+    const Link& l = links_[port];
+    return usable(port) && l.shm && l.direct && l.peer_node == node && l.tx.empty() &&
+           !l.fault_drop;
+}
+
+void Links::count_direct_tx(unsigned port, size_t bytes) {
+    Link& l = links_[port];
+    sat_inc(l.counters.tx_pkts);
+    l.counters.tx_bytes += bytes;
+}
+
+bool Links::count_direct_rx(unsigned port, uint64_t pkts, uint64_t bytes) {
+    Link* l = link(port);
+    if (!l)
+        return false;
+    l->counters.rx_pkts = sat_add(l->counters.rx_pkts, pkts);
+    l->counters.rx_bytes += bytes;
+    return true;
 }
 
 void Links::down(unsigned port, const char* why) {

@@ -43,6 +43,7 @@ struct Link {
     bool attached = false;   // has a transport (chardev)
     bool connected = false;  // transport is connected
     bool shm = false;        // ... and its bytes go through shared memory
+    bool direct = false;     // ... and our writes can go straight into the peer's memory
     bool up = false;         // peer said HELLO
     uint32_t peer_node = 0;
     uint32_t peer_port = 0;
@@ -70,6 +71,7 @@ public:
     void attach(unsigned port);
     void connected(unsigned port, bool up);
     void shared_memory(unsigned port, bool shm);
+    void direct(unsigned port, bool direct);
     bool receive(unsigned port, std::span<const uint8_t> bytes);
     std::span<const uint8_t> tx_peek(unsigned port);
     void tx_consume(unsigned port, size_t n);
@@ -83,6 +85,15 @@ public:
     // PEACH2_ERR_NONE or TX_OVERFLOW (raised).
     peach2_err send(unsigned port, peach2_pkt_hdr hdr, std::span<const uint8_t> payload);
     bool usable(unsigned port) const { return links_[port].up && !held_; }
+    // A write this card made for `node` may leave by `port` as a direct
+    // write (peach2_core_host.direct_write): the link is up to that very
+    // node, offers direct writes, has nothing queued (order) and no fault
+    // waiting for its packets.
+    bool direct_ready(unsigned port, uint32_t node) const;
+    // Count a direct write as the packet it replaces: sent here, received
+    // (count_direct_rx: false if `port` is no link) at the peer.
+    void count_direct_tx(unsigned port, size_t bytes);
+    bool count_direct_rx(unsigned port, uint64_t pkts, uint64_t bytes);
     // Default routing: the port whose link is up to exactly `node`; else
     // nullopt with LINK_DOWN (some link is down) or NO_ROUTE in `why`.
     std::optional<unsigned> port_to_neighbour(uint32_t node, peach2_err& why) const;

@@ -34,6 +34,11 @@ inline void set_hi32(uint64_t& v, uint32_t x) {
 }
 
 template <typename T>
+T sat_add(T a, T b) {
+    return a > static_cast<T>(~T{0}) - b ? static_cast<T>(~T{0}) : a + b;
+}
+
+template <typename T>
 void sat_inc(T& v) {
     if (v != static_cast<T>(~T{0}))
         ++v;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct FakeHost {
     int services = 0;  // schedule_service() calls
     int defers = 0;
     uint64_t clock_ns = 1000;  // the emulated clock: 10 ns per reading
+    // The transport's direct writes (peach2_core_host.direct_write); unset:
+    // every write travels as a packet.
+    std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len)> direct;
 
     peach2_core_host callbacks() {
         peach2_core_host h{};
@@ -57,6 +61,10 @@ struct FakeHost {
             static_cast<FakeHost*>(o)->errors.push_back({*e, e->what});
         };
         h.now_ns = [](void* o) { return static_cast<FakeHost*>(o)->clock_ns += 10; };
+        h.direct_write = [](void* o, unsigned port, uint64_t addr, const void* buf, size_t len) {
+            auto* self = static_cast<FakeHost*>(o);
+            return self->direct && self->direct(port, addr, buf, len);
+        };
         return h;
     }
 };
