@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -126,6 +127,10 @@ struct Node {
     uint64_t bar_hits = 0;   // DMA refused because it reached the card's own BAR
     uint64_t interrupts = 0;  // notify() calls, and error() calls: for the report
     uint64_t error_calls = 0;
+    // The shared-memory transport's direct writes (the QEMU glue's
+    // peach2_direct_write): set by the harness when the input asks for them.
+    std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len)> direct;
+    uint64_t direct_writes = 0;
 
     ~Node() { peach2_core_free(core); }
 
@@ -179,6 +184,12 @@ struct Node {
             ++static_cast<Node*>(o)->error_calls;
         };
         h.now_ns = [](void* o) { return static_cast<Node*>(o)->clock_ns += 10; };
+        h.direct_write = [](void* o, unsigned port, uint64_t addr, const void* buf, size_t len) {
+            Node* n = static_cast<Node*>(o);
+            if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS)
+                fail("direct write asked for a port that is no link");
+            return n->direct && n->direct(port, addr, buf, len);
+        };
         return h;
     }
 
@@ -224,6 +235,16 @@ public:
             peach2_core_link_attach(B(), c.b_port);
             peach2_core_link_connected(A(), c.a_port, true);
             peach2_core_link_connected(B(), c.b_port, true);
+        }
+        if (setup & 0x20) {  // the cables are shared memory with direct writes
+            direct_ = true;
+            for (unsigned i = 0; i < 2; ++i)
+                node_[i].direct = [this, i](unsigned port, uint64_t addr, const void* buf,
+                                            size_t len) { return direct(i, port, addr, buf, len); };
+            for (const Cable& c : cables_) {
+                set_direct(0, c.a_port);
+                set_direct(1, c.b_port);
+            }
         }
         if (setup & 0x10) {  // start with a working pair: HELLOs carried, memory registered
             carry_all(4096);
@@ -376,10 +397,53 @@ private:
             return;
         }
         for (const Cable& c : cables_) {
-            if ((who == 0 ? c.a_port : c.b_port) == port)
-                peach2_core_link_connected(node_[who ^ 1].core, who == 0 ? c.b_port : c.a_port,
-                                           up);
+            if ((who == 0 ? c.a_port : c.b_port) != port)
+                continue;
+            const unsigned peer_port = who == 0 ? c.b_port : c.a_port;
+            peach2_core_link_connected(node_[who ^ 1].core, peer_port, up);
+            if (up) {  // the glue agrees on the transport again for a new connection
+                set_direct(who, port);
+                set_direct(who ^ 1, peer_port);
+            }
         }
+    }
+
+    void set_direct(unsigned who, unsigned port) {
+        if (!direct_)
+            return;
+        peach2_core_link_shared_memory(node_[who].core, port, true);
+        peach2_core_link_direct(node_[who].core, port, true);
+    }
+
+    // Card `who`'s write for the card at the other end of its `port`, applied
+    // there as the glue does: inside one of that card's inbound ranges (its
+    // published ones), counted by it. The core must ask only for a cabled
+    // port it said could (LINK_x.DIRECT).
+    bool direct(unsigned who, unsigned port, uint64_t addr, const void* buf, size_t len) {
+        const uint64_t link = peach2_core_reg_read(node_[who].core, PEACH2_REG_LINK(port - 1), 4);
+        if (!(link & PEACH2_LINK_DIRECT) || !(link & PEACH2_LINK_UP))
+            fail("direct write on a link that does not offer them");
+        for (const Cable& c : cables_) {
+            if ((who == 0 ? c.a_port : c.b_port) != port)
+                continue;
+            Node& peer = node_[who ^ 1];
+            static std::array<uint64_t[2], PEACH2_IN_MAX_RANGES> ranges;  // not zeroed per input
+            const size_t n = peach2_core_inbound_ranges(peer.core, ranges.data(), ranges.size());
+            if (n > ranges.size())
+                fail("more inbound ranges than asked for");
+            bool admitted = false;
+            for (size_t i = 0; i < n && !admitted; ++i)
+                admitted = addr >= ranges[i][0] && ranges[i][1] >= addr &&
+                           len <= ranges[i][1] - addr;
+            if (!admitted || !peer.in_ram(addr, len))
+                return false;  // travels as a packet; the peer decides
+            peer.ram->write(addr, buf, len);
+            ++peer.direct_writes;
+            peach2_core_link_count_direct(peer.core, who == 0 ? c.b_port : c.a_port, 1, len);
+            return true;
+        }
+        fail("direct write on a port with no cable");
+        return false;
     }
 
     void link_event(unsigned who) {
@@ -655,14 +719,15 @@ private:
                          (unsigned long long)r(PEACH2_REG_LINK(1)),
                          (unsigned long long)r(PEACH2_REG_LINK(2)));
             std::fprintf(stderr, " rx pkts E %llu W %llu S %llu; delivered %llu; fw %llu;"
-                         " rp tail %llu; ram bytes set %zu; own-BAR DMA %llu\n",
+                         " rp tail %llu; ram bytes set %zu; own-BAR DMA %llu;"
+                         " direct writes in %llu\n",
                          (unsigned long long)r(PEACH2_REG_RX_PKTS(PEACH2_PORT_E)),
                          (unsigned long long)r(PEACH2_REG_RX_PKTS(PEACH2_PORT_W)),
                          (unsigned long long)r(PEACH2_REG_RX_PKTS(PEACH2_PORT_S)),
                          (unsigned long long)r(PEACH2_REG_TX_PKTS(PEACH2_PORT_N)),
                          (unsigned long long)r(PEACH2_REG_FW_STATUS),
                          (unsigned long long)r(PEACH2_REG_RP_TAIL), dirty,
-                         (unsigned long long)n.bar_hits);
+                         (unsigned long long)n.bar_hits, (unsigned long long)n.direct_writes);
             for (unsigned code = 1; code < PEACH2_ERR_NR_CODES; ++code) {
                 if (const uint64_t k = r(PEACH2_REG_ERR_BY_CODE(code)))
                     std::fprintf(stderr, "  %s %llu\n", peach2_err_name(code),
@@ -699,6 +764,7 @@ private:
     uint32_t nodes_ = 2;
     std::array<Node, 2> node_;
     std::vector<Cable> cables_;
+    bool direct_ = false;
     std::vector<uint8_t> stream_;   // a rogue packet on its way in
     std::vector<uint8_t> carried_;  // what a cable carries, a piece at a time
 };
