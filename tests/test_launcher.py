@@ -373,7 +373,8 @@ def test_cli_signal_cleans_up(tmp_path, sig):
     # wait until both fake nodes run the command
     while time.monotonic() < deadline:
         r = subprocess.run(["pgrep", "-f", "sleep 30"], stdout=subprocess.PIPE, text=True)
-        if len(r.stdout.split()) >= 2:
+        # The launcher's own command line has "sleep 30" too: count the nodes only.
+        if len([x for x in r.stdout.split() if int(x) != p.pid]) >= 2:
             break
         time.sleep(0.1)
     else:
