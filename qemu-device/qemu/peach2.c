@@ -200,7 +200,6 @@ struct Peach2State {
     bool link_shm;
     bool link_direct;       /* offer direct writes when the RAM allows */
     MemoryRegion *ram;      /* the guest RAM we offer, NULL: none to offer */
-    int ram_fd;
     uint64_t direct_gen;    /* the inbound filter generation published */
     Peach2DirectRange *direct_ranges; /* the published ranges, ours */
     Peach2DirectRange *direct_spare;  /* the next table, built here */
@@ -439,6 +438,45 @@ static void peach2_shm_fail(Peach2Port *p, const char *why)
     qemu_chr_fe_disconnect(&p->chr);
 }
 
+/*
+ * A sealed memfd of len bytes that a peer will map, mapped here too: its
+ * fd (the mapping in *mem), or -1.
+ */
+static int peach2_shm_memfd_new(const char *name, size_t len, void **mem)
+{
+    Error *err = NULL;
+    int fd = qemu_memfd_create(name, len, false, 0,
+                               F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
+
+    if (fd < 0) {
+        warn_report_err(err);
+        return -1;
+    }
+    *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (*mem == MAP_FAILED) {
+        *mem = NULL;
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * The size of a memfd a peer sent, if it is sealed against shrinking (a
+ * mapping of it can never turn into SIGBUS) and not empty; else 0.
+ */
+static size_t peach2_shm_sealed_size(int fd)
+{
+    int seals = fcntl(fd, F_GET_SEALS);
+    struct stat st;
+
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
+        st.st_size <= 0) {
+        return 0;
+    }
+    return st.st_size;
+}
+
 /* ---- direct writes (same host, docs/hardware.md §5) ------------------- */
 
 static size_t peach2_direct_area_len(void)
@@ -458,14 +496,12 @@ static void peach2_direct_find_ram(Peach2State *s)
     MemoryRegion *ram = ms->ram;
 
     s->ram = NULL;
-    s->ram_fd = -1;
     if (!s->link_direct || !s->link_shm || s->trace_file || !ram ||
         !memory_region_is_ram(ram) || !ram->ram_block ||
         !qemu_ram_is_shared(ram->ram_block) || memory_region_get_fd(ram) < 0) {
         return;
     }
     s->ram = ram;
-    s->ram_fd = memory_region_get_fd(ram);
 }
 
 /* Does the other end of this cable run as our user (a unix socket)? */
@@ -616,21 +652,13 @@ static int peach2_direct_area_create(Peach2Port *p)
 {
     Peach2Direct *d = &p->shm.direct;
     size_t len = peach2_direct_area_len();
-    Error *err = NULL;
-    int fd;
+    void *mem;
+    int fd = peach2_shm_memfd_new("peach2-direct", len, &mem);
 
-    fd = qemu_memfd_create("peach2-direct", len, false, 0,
-                           F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
     if (fd < 0) {
-        warn_report_err(err);
         return -1;
     }
-    d->area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (d->area == MAP_FAILED) {
-        d->area = NULL;
-        close(fd);
-        return -1;
-    }
+    d->area = mem;
     d->area_len = len;
     d->area->magic = PEACH2_DIRECT_MAGIC;
     d->gen = 0; /* publish: odd while it fills the area, then even */
@@ -644,38 +672,33 @@ static const char *peach2_direct_accept(Peach2Port *p, int ramfd, int areafd)
 {
     Peach2Direct *d = &p->shm.direct;
     size_t area_len = peach2_direct_area_len();
-    struct stat st, ast;
-    int seals, aseals;
+    size_t ram_len;
     void *ram, *area;
 
     if (!p->dev->link_direct) {
         return "link-direct is off here";
     }
-    /* Sealed against shrinking: the mappings can never turn into SIGBUS. */
-    seals = fcntl(ramfd, F_GET_SEALS);
-    aseals = fcntl(areafd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(ramfd, &st) < 0 ||
-        st.st_size <= 0 || aseals < 0 || !(aseals & F_SEAL_SHRINK) ||
-        fstat(areafd, &ast) < 0 || (uint64_t)ast.st_size != area_len) {
+    ram_len = peach2_shm_sealed_size(ramfd);
+    if (!ram_len || peach2_shm_sealed_size(areafd) != area_len) {
         return "the peer's RAM or area is not a sealed memfd of a fit size";
     }
-    ram = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, ramfd, 0);
+    ram = mmap(NULL, ram_len, PROT_READ | PROT_WRITE, MAP_SHARED, ramfd, 0);
     if (ram == MAP_FAILED) {
         return "cannot map the peer's RAM";
     }
     area = mmap(NULL, area_len, PROT_READ | PROT_WRITE, MAP_SHARED, areafd, 0);
     if (area == MAP_FAILED) {
-        munmap(ram, st.st_size);
+        munmap(ram, ram_len);
         return "cannot map the peer's direct area";
     }
     if (qatomic_read(&((Peach2DirectArea *)area)->magic) !=
         PEACH2_DIRECT_MAGIC) {
-        munmap(ram, st.st_size);
+        munmap(ram, ram_len);
         munmap(area, area_len);
         return "the peer's direct area is not one";
     }
     d->peer_ram = ram;
-    d->peer_ram_len = st.st_size;
+    d->peer_ram_len = ram_len;
     d->peer_area = area;
     d->peer_area_len = area_len;
     return NULL;
@@ -965,21 +988,11 @@ static bool peach2_shm_open(Peach2Port *p)
     uint64_t offer[2] = { cpu_to_le64(PEACH2_SHM_OFFER_MAGIC),
                           cpu_to_le64(s->shm_ring_size) };
     char why[128];
-    Error *err = NULL;
     int fds[PEACH2_SHM_OFFER_FDS];
     int nfds = 2;
-    int memfd;
+    int memfd = peach2_shm_memfd_new("peach2-link", len, &m->tx_mem);
 
-    memfd = qemu_memfd_create("peach2-link", len, false, 0,
-                              F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
     if (memfd < 0) {
-        warn_report_err(err);
-        return false;
-    }
-    m->tx_mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-    if (m->tx_mem == MAP_FAILED) {
-        m->tx_mem = NULL;
-        close(memfd);
         return false;
     }
     m->tx_len = len;
@@ -991,7 +1004,7 @@ static bool peach2_shm_open(Peach2Port *p)
     if (m->tx && m->wake_fd >= 0 && s->ram && peach2_peer_same_user(p)) {
         fds[3] = peach2_direct_area_create(p);
         if (fds[3] >= 0) {
-            fds[2] = s->ram_fd;
+            fds[2] = memory_region_get_fd(s->ram);
             nfds = 4;
         }
     }
@@ -1031,8 +1044,6 @@ static const char *peach2_shm_accept(Peach2Port *p, int memfd, int wakefd)
     Peach2Shm *m = &p->shm;
     uint64_t size;
     size_t len;
-    struct stat st;
-    int seals;
     char why[128];
 
     memcpy(&size, m->offer + 8, 8); /* after the magic, checked */
@@ -1043,10 +1054,7 @@ static const char *peach2_shm_accept(Peach2Port *p, int memfd, int wakefd)
     if (memfd < 0 || wakefd < 0) {
         return "the peer's offer came without its two file descriptors";
     }
-    /* Sealed against shrinking: the mapping can never turn into SIGBUS. */
-    seals = fcntl(memfd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(memfd, &st) < 0 ||
-        (uint64_t)st.st_size != len) {
+    if (peach2_shm_sealed_size(memfd) != len) {
         return "the peer's ring is not a sealed memfd of the size it claims";
     }
     /* A full pipe in place of an eventfd must not block this vCPU. */
@@ -1723,7 +1731,6 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         m->wake_fd = m->peer_wake_fd = -1;
         peach2_shm_forget_offer(m);
     }
-    s->ram_fd = -1;
     s->core = peach2_core_new(&cfg, &host, why, sizeof(why));
     if (!s->core) {
         error_setg(errp, "peach2: %s (node-id=%u nodes=%u)", why,
