@@ -414,12 +414,32 @@ def _cleanup_all():
             pass
 
 
+class Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived. Raised in the main thread so that it unwinds
+    (`with cluster:` stops the cluster, atexit stops the rest) and the clusters are
+    stopped outside the signal handler: a handler that waits for QEMU and the reader
+    threads can wait forever on a lock the code it interrupted holds (a launcher
+    seen hung 20 s after SIGHUP). main() then dies of the signal."""
+
+    def __init__(self, signum):
+        super().__init__("signal %d" % signum)
+        self.signum = signum
+
+
 def _on_signal(signum, frame):
-    _cleanup_all()
     prev = _prev_handlers.get(signum)
     if callable(prev):
+        _cleanup_all()
         prev(signum, frame)
         return
+    for s in _prev_handlers:  # a second signal must not cut the cleanup short
+        signal.signal(s, signal.SIG_IGN)
+    raise Signalled(signum)
+
+
+def die_of(signum):
+    """Stop every live cluster, then end this process by the signal's default action."""
+    _cleanup_all()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -432,6 +452,13 @@ def _install_handlers():
     atexit.register(_cleanup_all)
     if threading.current_thread() is not threading.main_thread():
         return
+    prev_hook = sys.excepthook
+
+    def excepthook(kind, value, tb):  # a program of ours that did not catch Signalled
+        if issubclass(kind, Signalled):
+            die_of(value.signum)
+        prev_hook(kind, value, tb)
+    sys.excepthook = excepthook
     for s in (signal.SIGTERM, signal.SIGHUP):
         try:
             prev = signal.getsignal(s)
@@ -1446,6 +1473,8 @@ def main(argv=None):
         return 2
     except KeyboardInterrupt:
         return 130
+    except Signalled as e:
+        die_of(e.signum)
     if a.trace:
         print("cluster.py: traces in %s; predict real PEACH2 time with: "
               "build/model/peach2-model %s" % (c.trace, shlex.quote(c.trace)), file=sys.stderr)
