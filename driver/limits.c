@@ -41,7 +41,7 @@ MODULE_PARM_DESC(user_max_bytes,
 static unsigned int peach2_user_max_ranges = PEACH2_IN_MAX_RANGES / 4;
 module_param_named(user_max_ranges, peach2_user_max_ranges, uint, 0644);
 MODULE_PARM_DESC(user_max_ranges,
-		 "inbound-filter ranges (one per buffer chunk) one user may hold on a node (default a quarter of the card's 4096)");
+		 "inbound-filter ranges (one per buffer chunk) one user may hold on a node (default a quarter of the card's 65536)");
 
 /* At module load: the default byte limit, half of this node's RAM. */
 void peach2_limits_init(void)

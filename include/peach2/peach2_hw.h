@@ -136,7 +136,11 @@ typedef uint64_t peach2_u64;
 #define   PEACH2_IN_CMD_REMOVE  2u /* remove the range starting at base */
 #define   PEACH2_IN_CMD_CLEAR   3u /* remove every range */
 #define PEACH2_REG_IN_RESULT   0x08c /* RO: 0 = last command done, else a peach2_err */
-#define PEACH2_IN_MAX_RANGES   4096u
+/* A pinned buffer takes a range per physically contiguous run of its pages,
+ * and a guest that has run a while hands out runs of a few pages: one 8 MiB
+ * pool of an MPI rank can need 2000 ranges. So the table is large (a range
+ * per page of a 256 MiB guest); user_max_ranges keeps each user to a share. */
+#define PEACH2_IN_MAX_RANGES   65536u
 
 /* Per-port counters (64-bit pairs, LO then HI), port p in 0..3 (N,E,W,S). */
 #define PEACH2_REG_CNT_BASE    0x100

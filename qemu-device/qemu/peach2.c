@@ -134,6 +134,7 @@ typedef struct Peach2Direct {
     size_t peer_ram_len;
     uint64_t pkts, bytes;     /* our direct writes (the peer sees copies) */
     uint64_t gen;             /* our area's generation (ours, not its copy) */
+    bool held_too_long;       /* the peer did: our area stays odd */
 } Peach2Direct;
 
 typedef struct Peach2Shm {
@@ -205,6 +206,7 @@ struct Peach2State {
     Peach2DirectRange *direct_spare;  /* the next table, built here */
     uint64_t *direct_scratch;         /* the core's ranges, read here */
     uint64_t direct_count;
+    QEMUBH *direct_bh;                /* publishes a changed filter */
     uint32_t shm_ring_size;
     uint32_t shm_poll_us;   /* after a delivery, look for more this long */
 };
@@ -580,19 +582,23 @@ static bool peach2_direct_refresh(Peach2State *s)
 }
 
 /*
- * Publish our ranges and whether we take direct writes now to the peer on
- * p, waiting first until no direct write of the peer's uses the old ones.
+ * Stop the peer on p writing under the ranges it has: make our area's
+ * generation odd and wait until no direct write under an older one is in
+ * flight. Its writes travel as packets until the next publish. False if
+ * there is no area, or the peer held a write too long (the link drops).
  */
-static void peach2_direct_publish(Peach2Port *p)
+static bool peach2_direct_hold(Peach2Port *p)
 {
-    Peach2State *s = p->dev;
     Peach2Direct *d = &p->shm.direct;
     Peach2DirectArea *a = d->area;
     int64_t deadline;
     uint64_t w;
 
-    if (!a) {
-        return;
+    if (!a || d->held_too_long) {
+        return false;
+    }
+    if (d->gen & 1) {
+        return true; /* held already, and nothing was in flight then */
     }
     qatomic_set(&a->gen, ++d->gen); /* odd: changing */
     smp_mb(); /* gen, then the writer's mark; the writer: mark, then gen */
@@ -600,30 +606,85 @@ static void peach2_direct_publish(Peach2Port *p)
     while ((w = qatomic_read(&a->writer)) != 0 && w < d->gen) {
         if (get_clock() > deadline) {
             /* Our area stays odd: no more direct writes on this link. */
+            d->held_too_long = true;
             peach2_shm_fail(p, "the peer held a direct write over 20 ms");
-            return;
+            return false;
         }
         cpu_relax();
     }
+    return true;
+}
+
+/* Publish our ranges and whether we take direct writes now to the peer on p. */
+static void peach2_direct_publish(Peach2Port *p)
+{
+    Peach2State *s = p->dev;
+    Peach2DirectArea *a = p->shm.direct.area;
+
+    if (!peach2_direct_hold(p)) {
+        return;
+    }
+    peach2_direct_refresh(s); /* never an older table than the filter's */
     memcpy(a->ranges, s->direct_ranges,
            s->direct_count * sizeof(Peach2DirectRange));
     qatomic_set(&a->count, s->direct_count);
     qatomic_set(&a->accept, !p->fault.stalled);
-    qatomic_store_release(&a->gen, ++d->gen); /* the ranges before "even" */
+    /* the ranges before "even" */
+    qatomic_store_release(&a->gen, ++p->shm.direct.gen);
     trace_peach2_direct_publish(s->node_id, p->port, s->direct_count,
                                 !p->fault.stalled);
 }
 
-/* After anything that may change the filter: republish where it changed. */
+/*
+ * After anything that may change the filter. The peers stop writing under
+ * the old ranges before the command returns to the guest (so nothing lands
+ * where a range was removed); the new table is published by a bottom half:
+ * a PIN adds thousands of ranges, one IN_CMD each, and copying the table
+ * for each would cost O(ranges^2). Meanwhile the writes travel as packets
+ * and our card's filter decides.
+ */
 static void peach2_direct_update(Peach2State *s)
 {
     unsigned i;
 
-    if (peach2_direct_refresh(s)) {
-        for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+    if (!s->ram ||
+        peach2_core_inbound_generation(s->core) == s->direct_gen) {
+        return;
+    }
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        peach2_direct_hold(&s->ports[i]);
+    }
+    qemu_bh_schedule(s->direct_bh);
+}
+
+/* The bottom half of peach2_direct_update: the new table, to every peer. */
+static void peach2_direct_bh(void *opaque)
+{
+    Peach2State *s = opaque;
+    unsigned i;
+
+    peach2_direct_refresh(s); /* also with no peer: update stops asking */
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Direct *d = &s->ports[i].shm.direct;
+
+        if (d->area && (d->gen & 1)) {
             peach2_direct_publish(&s->ports[i]);
         }
     }
+}
+
+/* What realize made for direct writes (the connections' areas go with them). */
+static void peach2_direct_free(Peach2State *s)
+{
+    if (s->direct_bh) {
+        qemu_bh_delete(s->direct_bh);
+        s->direct_bh = NULL;
+    }
+    g_free(s->direct_ranges);
+    g_free(s->direct_spare);
+    g_free(s->direct_scratch);
+    s->direct_ranges = s->direct_spare = NULL;
+    s->direct_scratch = NULL;
 }
 
 /* The peer's direct writes, counted by it in our area: tell our card. */
@@ -662,7 +723,6 @@ static int peach2_direct_area_create(Peach2Port *p)
     d->area_len = len;
     d->area->magic = PEACH2_DIRECT_MAGIC;
     d->gen = 0; /* publish: odd while it fills the area, then even */
-    peach2_direct_refresh(p->dev);
     peach2_direct_publish(p);
     return fd;
 }
@@ -1751,6 +1811,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->direct_spare = g_new0(Peach2DirectRange, PEACH2_IN_MAX_RANGES);
     s->direct_scratch = g_new0(uint64_t, 2 * PEACH2_IN_MAX_RANGES);
     s->direct_gen = peach2_core_inbound_generation(s->core);
+    s->direct_bh = qemu_bh_new(peach2_direct_bh, s);
     s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
                                         &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
@@ -1799,6 +1860,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         timer_free(s->dma_timer);
         s->dma_timer = NULL;
         cpu_wc_flush_unregister(peach2_wc_fence, s);
+        peach2_direct_free(s);
         return;
     }
     for (i = 0; i < PEACH2_MSIX_VECTORS; i++) {
@@ -1856,11 +1918,7 @@ static void peach2_exit(PCIDevice *pdev)
     }
     peach2_core_free(s->core);
     s->core = NULL;
-    g_free(s->direct_ranges);
-    g_free(s->direct_spare);
-    g_free(s->direct_scratch);
-    s->direct_ranges = s->direct_spare = NULL;
-    s->direct_scratch = NULL;
+    peach2_direct_free(s);
 }
 
 static void peach2_reset(DeviceState *dev)
