@@ -3,7 +3,7 @@
 Fixtures
   cluster2          a 2-node cluster shared by the whole session (tests must leave it usable)
   make_cluster      factory: make_cluster(n, **Cluster kwargs) -> started Cluster, stopped
-                    at the end of the session (use for other sizes or device properties)
+                    when the test module ends (use for other sizes or device properties)
   peach2_images     ensures QEMU, kernel and initramfs exist (builds the initramfs)
 
 Kernel-log guard: after every test, the kernel log of every live cluster (console ttyS0
@@ -86,40 +86,57 @@ def _kernel_problems(c):
     return found
 
 
-@pytest.fixture(scope="session")
-def make_cluster(request, peach2_images):
-    keep = request.config.getoption("--peach2-keep")
-    mine = []
+class _Factory:
+    """Starts clusters for one fixture scope and stops them (kernel logs checked) when
+    the scope ends: a cluster nobody uses any more would keep its idle guests on the
+    two cores and add its nodes to the kernel-log guard after every test."""
 
-    def factory(n, **kw):
-        kw.setdefault("qemu", peach2_images["qemu"])
-        kw.setdefault("kernel", peach2_images["kernel"])
-        kw.setdefault("initrd", peach2_images["initrd"])
-        kw.setdefault("keep", keep)
+    def __init__(self, request, images):
+        self.keep = request.config.getoption("--peach2-keep")
+        self.images = images
+        self.mine = []
+
+    def __call__(self, n, **kw):
+        kw.setdefault("qemu", self.images["qemu"])
+        kw.setdefault("kernel", self.images["kernel"])
+        kw.setdefault("initrd", self.images["initrd"])
+        kw.setdefault("keep", self.keep)
         c = cluster_mod.Cluster(n, **kw)
         try:
             c.start()
         except cluster_mod.ClusterError as e:
             pytest.fail("cluster of %d did not boot:\n%s" % (n, e), pytrace=False)
-        mine.append(c)
+        self.mine.append(c)
         _clusters.append(c)
         return c
 
-    yield factory
-    errors = []
-    for c in mine:
-        errors += _kernel_problems(c)
-        c.stop()
-        _clusters.remove(c)
-    _problems.extend(errors)
-    if errors:
-        pytest.fail("kernel problems in guest logs:\n" + "\n".join(errors), pytrace=False)
+    def stop_all(self):
+        errors = []
+        for c in self.mine:
+            errors += _kernel_problems(c)
+            c.stop()
+            _clusters.remove(c)
+        self.mine = []
+        _problems.extend(errors)
+        if errors:
+            pytest.fail("kernel problems in guest logs:\n" + "\n".join(errors), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def make_cluster(request, peach2_images):
+    """make_cluster(n, **Cluster kwargs) -> a started Cluster, stopped when the test
+    module ends."""
+    f = _Factory(request, peach2_images)
+    yield f
+    f.stop_all()
 
 
 @pytest.fixture(scope="session")
-def cluster2(make_cluster):
+def cluster2(request, peach2_images):
     """Two nodes, cabled node0.E <-> node1.W, shared by the session."""
-    return make_cluster(2)
+    f = _Factory(request, peach2_images)
+    yield f(2)
+    f.stop_all()
 
 
 @pytest.fixture(autouse=True)
