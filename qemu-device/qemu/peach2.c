@@ -100,6 +100,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  */
 #define PEACH2_DIRECT_MAGIC 0x5443455249443250ull /* "P2DIRECT" */
 #define PEACH2_DIRECT_WAIT_NS (20 * SCALE_MS)
+#define PEACH2_DIRECT_PUBLISH_NS SCALE_MS /* after the last filter command */
 
 typedef struct Peach2DirectRange {
     uint64_t base, end;   /* bus addresses, [base, end) */
@@ -206,7 +207,7 @@ struct Peach2State {
     Peach2DirectRange *direct_spare;  /* the next table, built here */
     uint64_t *direct_scratch;         /* the core's ranges, read here */
     uint64_t direct_count;
-    QEMUBH *direct_bh;                /* publishes a changed filter */
+    QEMUTimer *direct_timer;          /* publishes a changed filter */
     uint32_t shm_ring_size;
     uint32_t shm_poll_us;   /* after a delivery, look for more this long */
 };
@@ -582,35 +583,49 @@ static bool peach2_direct_refresh(Peach2State *s)
 }
 
 /*
- * Stop the peer on p writing under the ranges it has: make our area's
- * generation odd and wait until no direct write under an older one is in
- * flight. Its writes travel as packets until the next publish. False if
- * there is no area, or the peer held a write too long (the link drops).
+ * Make our area's generation odd (the peer's next direct write sees it and
+ * travels as a packet) and wait until no direct write under an older one
+ * is in flight. False if the peer held one over PEACH2_DIRECT_WAIT_NS.
  */
-static bool peach2_direct_hold(Peach2Port *p)
+static bool peach2_direct_quiesce(Peach2Direct *d)
 {
-    Peach2Direct *d = &p->shm.direct;
     Peach2DirectArea *a = d->area;
     int64_t deadline;
     uint64_t w;
 
-    if (!a || d->held_too_long) {
+    if (!(d->gen & 1)) {
+        qatomic_set(&a->gen, ++d->gen); /* odd: changing */
+    }
+    smp_mb(); /* gen, then the writer's mark; the writer: mark, then gen */
+    deadline = get_clock() + PEACH2_DIRECT_WAIT_NS;
+    while ((w = qatomic_load_acquire(&a->writer)) != 0 && w < d->gen) {
+        if (get_clock() > deadline) {
+            return false;
+        }
+        cpu_relax();
+    }
+    return true;
+}
+
+/*
+ * Stop the peer on p writing under the ranges it has: its writes travel as
+ * packets until the next publish. False if there is no area, or the peer
+ * held a write too long (the link is dropped; our area stays odd).
+ */
+static bool peach2_direct_hold(Peach2Port *p)
+{
+    Peach2Direct *d = &p->shm.direct;
+
+    if (!d->area || d->held_too_long) {
         return false;
     }
     if (d->gen & 1) {
         return true; /* held already, and nothing was in flight then */
     }
-    qatomic_set(&a->gen, ++d->gen); /* odd: changing */
-    smp_mb(); /* gen, then the writer's mark; the writer: mark, then gen */
-    deadline = get_clock() + PEACH2_DIRECT_WAIT_NS;
-    while ((w = qatomic_read(&a->writer)) != 0 && w < d->gen) {
-        if (get_clock() > deadline) {
-            /* Our area stays odd: no more direct writes on this link. */
-            d->held_too_long = true;
-            peach2_shm_fail(p, "the peer held a direct write over 20 ms");
-            return false;
-        }
-        cpu_relax();
+    if (!peach2_direct_quiesce(d)) {
+        d->held_too_long = true;
+        peach2_shm_fail(p, "the peer held a direct write over 20 ms");
+        return false;
     }
     return true;
 }
@@ -638,10 +653,11 @@ static void peach2_direct_publish(Peach2Port *p)
 /*
  * After anything that may change the filter. The peers stop writing under
  * the old ranges before the command returns to the guest (so nothing lands
- * where a range was removed); the new table is published by a bottom half:
- * a PIN adds thousands of ranges, one IN_CMD each, and copying the table
- * for each would cost O(ranges^2). Meanwhile the writes travel as packets
- * and our card's filter decides.
+ * where a range was removed); the new table is published once the commands
+ * have stopped for PEACH2_DIRECT_PUBLISH_NS: a PIN adds thousands of
+ * ranges, one IN_CMD each, and copying the table for each would cost
+ * O(ranges^2). Meanwhile the writes travel as packets and our card's
+ * filter decides.
  */
 static void peach2_direct_update(Peach2State *s)
 {
@@ -654,11 +670,12 @@ static void peach2_direct_update(Peach2State *s)
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         peach2_direct_hold(&s->ports[i]);
     }
-    qemu_bh_schedule(s->direct_bh);
+    timer_mod(s->direct_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                               PEACH2_DIRECT_PUBLISH_NS);
 }
 
-/* The bottom half of peach2_direct_update: the new table, to every peer. */
-static void peach2_direct_bh(void *opaque)
+/* The timer of peach2_direct_update: the new table, to every held peer. */
+static void peach2_direct_publish_all(void *opaque)
 {
     Peach2State *s = opaque;
     unsigned i;
@@ -676,9 +693,9 @@ static void peach2_direct_bh(void *opaque)
 /* What realize made for direct writes (the connections' areas go with them). */
 static void peach2_direct_free(Peach2State *s)
 {
-    if (s->direct_bh) {
-        qemu_bh_delete(s->direct_bh);
-        s->direct_bh = NULL;
+    if (s->direct_timer) {
+        timer_free(s->direct_timer);
+        s->direct_timer = NULL;
     }
     g_free(s->direct_ranges);
     g_free(s->direct_spare);
@@ -769,6 +786,16 @@ static void peach2_direct_close(Peach2Port *p)
     Peach2Direct *d = &p->shm.direct;
 
     if (d->area) {
+        /*
+         * The peer keeps its mapping of our RAM until it sees the connection
+         * close: it must not write under our last table meanwhile, or a range
+         * removed after this would still take its writes.
+         */
+        if (!peach2_direct_quiesce(d)) {
+            /* Traced, not logged: a rogue could close every second. */
+            trace_peach2_shm_fail(p->dev->node_id, p->port,
+                                  "the peer held a direct write at close");
+        }
         peach2_direct_fold(p); /* what the peer wrote still counts */
         munmap(d->area, d->area_len);
     }
@@ -1475,7 +1502,8 @@ static char *peach2_direct_get(Object *obj, Error **errp)
     return g_string_free(out, false);
 }
 
-/* ---- fault injection (host-driven) ------------------------------------
+/*
+ * ---- fault injection (host-driven) ---------------------------------
  *
  * Writable at run time through the string property "fault" (QMP/HMP
  * qom-set), one command per write; reading it gives every port's state.
@@ -1510,7 +1538,8 @@ static char *peach2_fault_get(Object *obj, Error **errp)
         Peach2Port *p = &s->ports[i];
         uint32_t drop_left = 0;
         uint64_t dropped = 0;
-        int64_t held = p->fault.hold_until > now ? p->fault.hold_until - now : 0;
+        int64_t held = p->fault.hold_until > now ?
+                       p->fault.hold_until - now : 0;
 
         if (s->core) {
             peach2_core_link_fault_state(s->core, i, &drop_left, &dropped);
@@ -1545,7 +1574,8 @@ static void peach2_fault_set(Object *obj, const char *value, Error **errp)
         error_setg(errp, "peach2: fault injection needs a realized device");
         return;
     }
-    if (n < 2 || strlen(w[1]) != 1 || !(at = strchr(ports + 1, w[1][0]))) {
+    at = n >= 2 && strlen(w[1]) == 1 ? strchr(ports + 1, w[1][0]) : NULL;
+    if (!at) {
         error_setg(errp, "peach2: fault '%s': %s", value, usage);
         return;
     }
@@ -1811,7 +1841,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->direct_spare = g_new0(Peach2DirectRange, PEACH2_IN_MAX_RANGES);
     s->direct_scratch = g_new0(uint64_t, 2 * PEACH2_IN_MAX_RANGES);
     s->direct_gen = peach2_core_inbound_generation(s->core);
-    s->direct_bh = qemu_bh_new(peach2_direct_bh, s);
+    s->direct_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                   peach2_direct_publish_all, s);
     s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
                                         &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
