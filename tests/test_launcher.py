@@ -381,7 +381,15 @@ def test_cli_signal_cleans_up(tmp_path, sig):
         p.kill()
         pytest.fail("fake nodes never started the command")
     p.send_signal(getattr(signal, "SIG" + sig))
-    out, err = p.communicate(timeout=20)
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        # Leave nothing behind for the next case to trip over.
+        p.kill()
+        out, err = p.communicate()
+        for pid in _fake_procs():
+            os.kill(int(pid), signal.SIGKILL)
+        pytest.fail("the launcher still ran 20 s after SIG%s; its stderr:\n%s" % (sig, err))
     assert p.returncode != 0
     assert os.listdir(runs) == [], "run dir left behind"
     assert _fake_procs() == [], "fake QEMU left running"
