@@ -833,7 +833,6 @@ static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
     if (!p->shm_on || !a || p->fault.cut ||
         (p->fault.hold_until &&
          qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < p->fault.hold_until) ||
-        !qatomic_read(&a->accept) ||
         qatomic_load_acquire(&a->applied) != p->shm.tx_total) {
         return false;
     }
@@ -843,7 +842,8 @@ static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
     }
     qatomic_set(&a->writer, gen);
     smp_mb(); /* mark, then look again; the owner: gen, then our mark */
-    if (qatomic_read(&a->gen) != gen) {
+    /* accept under the generation: a stall published before it holds */
+    if (qatomic_read(&a->gen) != gen || !qatomic_read(&a->accept)) {
         goto out;
     }
     /* The last range that starts at or below addr. */
