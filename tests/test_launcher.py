@@ -364,11 +364,15 @@ def test_cli_signal_cleans_up(tmp_path, sig):
     env = cli_env(tmp_path, runs)
     script = CLUSTER_PY
     # The launcher must see the signal's default disposition even when this test runs
-    # under a shell that ignores SIGINT (a background job): Python then installs no
-    # KeyboardInterrupt handler.
+    # where it is ignored: a shell's background job ignores SIGINT (Python then installs
+    # no KeyboardInterrupt handler), `nohup make check` ignores SIGHUP (and the launcher
+    # rightly keeps ignoring it: that was make check's HUP "hang").
+    def default_dispositions():
+        for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+            signal.signal(s, signal.SIG_DFL)
     p = subprocess.Popen([sys.executable, script, "--nodes", "2", "--", "sleep 30"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_dispositions)
     deadline = time.monotonic() + 20
     # wait until both fake nodes run the command
     while time.monotonic() < deadline:
