@@ -106,15 +106,40 @@ int peach2_charge_user(struct peach2_buf *buf)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
 	u64 limit = READ_ONCE(peach2_user_max_bytes);
+	unsigned long deadline;
 	struct peach2_acct *a;
 	u64 held;
+	s64 q;
+	long left;
 
 	a = peach2_acct_get(p2);
 	if (!a)
 		return -ENOMEM;
-	held = atomic64_add_return(buf->size, &a->bytes);
-	if (held > limit) {
+	/* A little longer than any quarantine started before us can last. */
+	deadline = jiffies + msecs_to_jiffies(READ_ONCE(peach2_name_quarantine_ms) + 1000);
+	for (;;) {
+		held = atomic64_add_return(buf->size, &a->bytes);
+		if (held <= limit)
+			break;
 		atomic64_sub(buf->size, &a->bytes);
+		/*
+		 * Part of the quota may be the user's own freed buffers that
+		 * peers were told to write, held for name_quarantine_ms: an
+		 * MPI job started right after the last one ended would fail
+		 * on its predecessor's memory. Wait for those, not for others.
+		 */
+		q = atomic64_read(&a->q_bytes);
+		left = (long)(deadline - jiffies);
+		if (q <= 0 || (u64)q < held - limit || left <= 0)
+			break;
+		left = wait_event_killable_timeout(p2->names.q_freed,
+						   atomic64_read(&a->q_bytes) < q, left);
+		if (left < 0) {
+			peach2_acct_put(p2, a);
+			return -EINTR;
+		}
+	}
+	if (held > limit) {
 		dev_info_ratelimited(&p2->pdev->dev,
 				     "uid %u: %llu bytes of buffers would pass user_max_bytes %llu: refused (EDQUOT)\n",
 				     from_kuid(&init_user_ns, a->uid), held, limit);

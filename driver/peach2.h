@@ -167,6 +167,7 @@ struct peach2_names {
 	spinlock_t q_lock;		/* @quarantine */
 	struct list_head quarantine;	/* struct peach2_buf, oldest first */
 	struct delayed_work q_work;
+	wait_queue_head_t q_freed;	/* woken when q_work freed some */
 	bool q_stopped;			/* remove(): free at once */
 
 	atomic_t nr_names;
@@ -367,6 +368,7 @@ struct peach2_acct {
 	kuid_t uid;
 	refcount_t ref;			/* buffers charged to it */
 	atomic64_t bytes;
+	atomic64_t q_bytes;		/* of @bytes: in quarantine (pin.c) */
 	atomic_t ranges;
 };
 

@@ -76,6 +76,7 @@ void peach2_pin_init(struct peach2_dev *p2)
 	spin_lock_init(&n->q_lock);
 	INIT_LIST_HEAD(&n->quarantine);
 	INIT_DELAYED_WORK(&n->q_work, peach2_q_work);
+	init_waitqueue_head(&n->q_freed);
 }
 
 /* ---- releasing ------------------------------------------------------------ */
@@ -179,8 +180,11 @@ static void peach2_q_work(struct work_struct *work)
 		list_del(&buf->q_node);
 		atomic64_dec(&n->quarantined_bufs);
 		atomic64_sub(buf->size, &n->quarantined_bytes);
+		if (buf->acct)
+			atomic64_sub(buf->size, &buf->acct->q_bytes);
 		peach2_buf_destroy(buf);
 	}
+	wake_up_all(&n->q_freed);	/* users waiting for their quota (limits.c) */
 	if (!n->q_stopped)
 		peach2_q_schedule(p2);
 }
@@ -210,6 +214,8 @@ void peach2_buf_retire(struct peach2_buf *buf)
 			list_add_tail(&buf->q_node, &n->quarantine);
 			atomic64_inc(&n->quarantined_bufs);
 			atomic64_add(buf->size, &n->quarantined_bytes);
+			if (buf->acct)
+				atomic64_add(buf->size, &buf->acct->q_bytes);
 		} else {
 			quarantine = false;
 		}

@@ -182,4 +182,63 @@ TEST_F(limits, hog_is_stopped_and_others_still_allocate)
 	close(go[1]);
 }
 
+/*
+ * A user's own freed buffers that peers were told to write stay allocated,
+ * and charged, for name_quarantine_ms. A new buffer that only they keep
+ * over user_max_bytes waits for them instead of failing: an MPI job
+ * started right after the last one ended failed with EDQUOT on its
+ * predecessor's memory (make check, UCX's pools).
+ */
+FIXTURE(quarantine) {
+	char max_bytes[64];	/* the node's, restored */
+	int fd;
+};
+
+FIXTURE_SETUP(quarantine)
+{
+	struct peach2_info info;
+	char v[32];
+
+	ASSERT_EQ(0U, getuid()) TH_LOG("needs root");
+	snprintf(v, sizeof(v), "%d", 8 * MIB);
+	ASSERT_EQ(0, param("user_max_bytes", self->max_bytes, sizeof(self->max_bytes), v));
+	self->fd = open_card(_metadata, &info, 1);
+}
+
+FIXTURE_TEARDOWN(quarantine)
+{
+	close(self->fd);
+	param("user_max_bytes", NULL, 0, self->max_bytes);
+}
+
+TEST_F(quarantine, own_quarantine_is_waited_for)
+{
+	struct peach2_publish pub;
+	double t0, waited;
+	struct mbuf b;
+	char ms[32];
+
+	ASSERT_LT(0, read_sysfs(SYSFS_PARAMS "/name_quarantine_ms", ms, sizeof(ms)));
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 6 * MIB, &b));
+	memset(&pub, 0, sizeof(pub));
+	pub.handle = b.a.handle;
+	pub.kind = PEACH2_NAME_KEY;
+	pub.len = 6 * MIB;
+	pub.flags = PEACH2_NAME_WRITE;
+	EXPECT_EQ(0, xioctl(self->fd, PEACH2_IOC_PUBLISH, &pub));
+	mbuf_free(self->fd, &b);	/* into quarantine, still charged */
+
+	t0 = now_s();
+	EXPECT_EQ(0, mbuf_alloc(self->fd, 6 * MIB, &b));
+	waited = now_s() - t0;
+	TH_LOG("the second 6 MiB buffer came after %.2f s (quarantine %d ms)", waited, atoi(ms));
+	EXPECT_LT(0.5, waited);	/* it did wait for the first one */
+	EXPECT_GT(atoi(ms) / 1000.0 + 1.5, waited);
+	mbuf_free(self->fd, &b);
+	/* Over the limit with nothing of ours in quarantine: refused at once. */
+	t0 = now_s();
+	EXPECT_EQ(EDQUOT, mbuf_alloc(self->fd, 9 * MIB, &b));
+	EXPECT_GT(0.5, now_s() - t0);
+}
+
 TEST_HARNESS_MAIN
