@@ -77,6 +77,14 @@ def run_one(c, mpi, prog, timeout):
     return why is None, took, (m.group(0) if why is None else why), min(cards), max(mgmt)
 
 
+def write_csv(path, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("topology,nodes,mpi,program,ok,seconds,min_card_tx_bytes,max_eth0_tx_bytes\n")
+        for r in rows:
+            f.write("%s,%d,%s,%s,%d,%.1f,%d,%d\n" % r)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sixteen", action="store_true",
@@ -110,11 +118,7 @@ def main():
             failed += 1
             print("%s: %s" % (topo, e), file=sys.stderr)
     csv = a.csv or bench_csv("mpi-scale.csv")
-    with open(csv, "w", encoding="utf-8") as f:
-        f.write("topology,nodes,mpi,program,ok,seconds,min_card_tx_bytes,max_eth0_tx_bytes\n")
-        for r in rows:
-            f.write("%s,%d,%s,%s,%d,%.1f,%d,%d\n" % (r[0], r[1], r[2], r[3], r[4], r[5],
-                                                    r[6], r[7]))
+    write_csv(csv, rows)
     print("\nMPI at scale: %d of %d jobs correct over the cards, %.0f s; CSV %s"
           % (len(rows) - sum(not r[4] for r in rows), len(rows), time.monotonic() - t_all, csv))
     return 1 if failed else 0
