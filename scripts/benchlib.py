@@ -1,11 +1,44 @@
-"""What the benchmark scripts (demo.py --bench, bench-dma.py, bench-get.py, bench-verbs.py)
-and the Verbs tests share: where their CSV goes, copying it out of a guest, checking the
-guests' kernels, running a server/client pair that meets over TCP."""
+"""What the benchmark scripts (demo.py --bench, bench-dma.py, bench-get.py, bench-verbs.py,
+bench-mpi-scale.py) and the Verbs and MPI tests share: where their CSV goes, copying it out
+of a guest, checking the guests' kernels, running a server/client pair that meets over TCP,
+starting an MPI job and counting where its bytes went."""
 import os
 import re
 import time
 
 from cluster import build_dir
+
+
+# MPI payload on the management network of this size or more would mean a TCP lane
+# (launch, wire-up addresses and output are less).
+MGMT_SLACK = 512 << 10
+
+
+def mpi_launch(mpi, n, prog):
+    """The command line that starts n ranks of prog (a userlib/mpi program; "%" in it
+    stands for the MPI's name, e.g. "mpi_halo.%") with one MPI ("openmpi" or "mpich")."""
+    if mpi == "openmpi":
+        return "mpirun -np %d %s" % (n, prog.replace("%", "openmpi"))
+    return "mpiexec.mpich -n %d %s" % (n, prog.replace("%", "mpich"))
+
+
+def _guest_file(c, node, path):
+    rc, out = c.run(node, "cat " + path, timeout=60)
+    if rc != 0:
+        raise RuntimeError("node%d: cat %s exited %d:\n%s" % (node, path, rc, out))
+    return out
+
+
+def card_bytes(c, node):
+    """(tx, rx) payload bytes of all ports of a node's card (sysfs counters)."""
+    out = _guest_file(c, node, "/sys/class/peach2/peach2-0/counters")
+    return (sum(int(v) for v in re.findall(r"tx_bytes=(\d+)", out)),
+            sum(int(v) for v in re.findall(r"rx_bytes=(\d+)", out)))
+
+
+def mgmt_bytes(c, node):
+    """Bytes node sent on the management network (eth0)."""
+    return int(_guest_file(c, node, "/sys/class/net/eth0/statistics/tx_bytes"))
 
 
 def bench_csv(name):

@@ -21,34 +21,12 @@ import time
 import pytest
 
 from peach2_testlib import check, wait_until
-from benchlib import tcp_pair  # scripts/, on the path through peach2_testlib
+# scripts/, on the path through peach2_testlib
+from benchlib import MGMT_SLACK, card_bytes, mgmt_bytes, mpi_launch, tcp_pair
 
 pytestmark = pytest.mark.vm
 
 MPIS = ("openmpi", "mpich")
-# The management network may carry launch, wire-up addresses and output; MPI payload of
-# this size or more would mean a TCP lane.
-MGMT_SLACK = 512 << 10
-
-
-def launch(mpi, n, prog):
-    """The command line that starts n ranks of prog (a userlib/mpi program) with one MPI."""
-    if mpi == "openmpi":
-        return "mpirun -np %d %s" % (n, prog.replace("%", "openmpi"))
-    return "mpiexec.mpich -n %d %s" % (n, prog.replace("%", "mpich"))
-
-
-def card_bytes(c, node):
-    """(tx, rx) payload bytes of all ports of a node's card (sysfs counters)."""
-    out = check(c, node, "cat /sys/class/peach2/peach2-0/counters")
-    tx = sum(int(v) for v in re.findall(r"tx_bytes=(\d+)", out))
-    rx = sum(int(v) for v in re.findall(r"rx_bytes=(\d+)", out))
-    return tx, rx
-
-
-def mgmt_bytes(c, node):
-    """Bytes node sent on the management network (eth0)."""
-    return int(check(c, node, "cat /sys/class/net/eth0/statistics/tx_bytes"))
 
 
 def run_counted(c, mpi, n, prog, timeout=600):
@@ -57,12 +35,12 @@ def run_counted(c, mpi, n, prog, timeout=600):
     cards0 = [card_bytes(c, i)[0] for i in nodes]
     mgmt0 = [mgmt_bytes(c, i) for i in nodes]
     t0 = time.monotonic()
-    out = check(c, 0, launch(mpi, n, prog) + " 2>&1", timeout=timeout)
+    out = check(c, 0, mpi_launch(mpi, n, prog) + " 2>&1", timeout=timeout)
     took = time.monotonic() - t0
     cards = [card_bytes(c, i)[0] - cards0[i] for i in nodes]
     mgmt = [mgmt_bytes(c, i) - mgmt0[i] for i in nodes]
     print("\n%s, %.1f s: card tx bytes per node %s, eth0 tx bytes %s\n%s"
-          % (launch(mpi, n, prog), took, cards, mgmt, out))
+          % (mpi_launch(mpi, n, prog), took, cards, mgmt, out))
     return out, cards, mgmt
 
 
@@ -173,7 +151,7 @@ def test_killed_rank_fails_the_job(cluster2, mpi):
     c = cluster2
     prog = "mpi_pingpong.%s" % mpi
     check(c, 0, "rm -f /tmp/job.log; (%s > /tmp/job.log 2>&1; echo rc=$? >> /tmp/job.log) &"
-          % launch(mpi, 2, "mpi_pingpong.% -m 64k -M 64k -i 1000000 -B 1G"))
+          % mpi_launch(mpi, 2, "mpi_pingpong.% -m 64k -M 64k -i 1000000 -B 1G"))
 
     def timing():
         log = c.run(0, "cat /tmp/job.log")[1]
@@ -195,7 +173,7 @@ def test_killed_rank_fails_the_job(cluster2, mpi):
     # nothing of the job is left, and the next job runs
     wait_until(lambda: all(c.run(i, "pidof %s" % prog)[0] != 0 for i in range(2)),
                timeout=30, what="no rank left")
-    out = check(c, 0, launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300)
+    out = check(c, 0, mpi_launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300)
     ok_line(out, "mpi_pingpong")
 
 
@@ -219,7 +197,7 @@ def test_ranks_exit_without_finalize(cluster2, mpi):
     prog = "mpi_exit.%s" % mpi
     for mode in ("-e", "") + (("-1",) if mpi == "openmpi" else ()):
         t0 = time.monotonic()
-        rc, out = c.run(0, launch(mpi, 2, "mpi_exit.% -c 7 " + mode) + " 2>&1", timeout=300)
+        rc, out = c.run(0, mpi_launch(mpi, 2, "mpi_exit.% -c 7 " + mode) + " 2>&1", timeout=300)
         print("\n%s %s: rc %d in %.1f s\n%s" % (prog, mode, rc, time.monotonic() - t0, out))
         assert not CRASH_RE.search(out), out
         assert rc == 7, "%s %s: rc %d, want the ranks' 7:\n%s" % (prog, mode, rc, out)
@@ -229,7 +207,7 @@ def test_ranks_exit_without_finalize(cluster2, mpi):
             assert "rank 0 on node0 exits 7" in out and "rank 1 on" not in out, out
         wait_until(lambda: all(c.run(i, "pidof %s" % prog)[0] != 0 for i in range(2)),
                    timeout=30, what="no rank left")
-    ok_line(check(c, 0, launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300),
+    ok_line(check(c, 0, mpi_launch(mpi, 2, "mpi_pingpong.% -n -M 4k") + " 2>&1", timeout=300),
             "mpi_pingpong")
 
 
@@ -297,7 +275,7 @@ def test_users_own_program_copied_in(cluster2, mpi, tmp_path):
         # the guests' unprivileged user may read and run it (MPI jobs as `user` are
         # another matter: UCX's pools exceed its 8 MiB RLIMIT_MEMLOCK, docs/notes.md)
         check(c, i, "su user -c 'test -r /tmp/users/user_ring && test -x /tmp/users/user_ring'")
-    cmd = launch(mpi, 2, "/tmp/users/user_ring")
+    cmd = mpi_launch(mpi, 2, "/tmp/users/user_ring")
     out = check(c, 0, cmd + " 2>&1", timeout=300)
     print("%s:\n%s" % (cmd, out))
     assert "user_ring: rank 0 on node0 heard from node1" in out, out
