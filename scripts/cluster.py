@@ -418,8 +418,8 @@ class Signalled(BaseException):
     """SIGTERM or SIGHUP arrived. Raised in the main thread so that it unwinds
     (`with cluster:` stops the cluster, atexit stops the rest) and the clusters are
     stopped outside the signal handler: a handler that waits for QEMU and the reader
-    threads can wait forever on a lock the code it interrupted holds (a launcher
-    seen hung 20 s after SIGHUP). main() then dies of the signal."""
+    threads runs in the middle of whatever code it interrupted, locks held included.
+    main() then dies of the signal."""
 
     def __init__(self, signum):
         super().__init__("signal %d" % signum)

@@ -634,7 +634,8 @@ static bool peach2_direct_hold(Peach2Port *p)
 static void peach2_direct_publish(Peach2Port *p)
 {
     Peach2State *s = p->dev;
-    Peach2DirectArea *a = p->shm.direct.area;
+    Peach2Direct *d = &p->shm.direct;
+    Peach2DirectArea *a = d->area;
 
     if (!peach2_direct_hold(p)) {
         return;
@@ -644,8 +645,7 @@ static void peach2_direct_publish(Peach2Port *p)
            s->direct_count * sizeof(Peach2DirectRange));
     qatomic_set(&a->count, s->direct_count);
     qatomic_set(&a->accept, !p->fault.stalled);
-    /* the ranges before "even" */
-    qatomic_store_release(&a->gen, ++p->shm.direct.gen);
+    qatomic_store_release(&a->gen, ++d->gen); /* the ranges before "even" */
     trace_peach2_direct_publish(s->node_id, p->port, s->direct_count,
                                 !p->fault.stalled);
 }
