@@ -17,6 +17,8 @@ PKGS=(
   "linux-headers-${KVER}" busybox-static pciutils cpio squashfs-tools
   # host tests
   cmake googletest libgtest-dev python3-pytest zlib1g-dev
+  # ss: the host Verbs end-to-end test starts a client when its server listens
+  iproute2
   # peach2-info (userlib/tools/info): libpci (lspci's library), JSON output
   libpci-dev nlohmann-json3-dev
   # TCA Verbs: the ABI headers it is built against, and Debian's programs it runs

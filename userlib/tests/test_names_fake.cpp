@@ -7,9 +7,13 @@
 #include <peach2/peach2_uapi.h>
 #include <tca/tca.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "test_util.hpp"
@@ -78,6 +82,57 @@ TEST_F(FakeNames, OverlappingRegistrationsFindTheOneThatHoldsTheRange) {
     EXPECT_EQ(0, tcaDeregister(v.data(), 10000));
     EXPECT_EQ(TCA_ENOTBUF, tcaGetHandle(v.data() + 100, 100, &h));  // only that one held it
     EXPECT_EQ(0, tcaDeregister(v.data() + 5000, 90000));
+}
+
+// Registration moves whole pages into the fake's memory file, and the
+// rest of a page is often someone else's heap: ibv_srq_pingpong registers
+// 64-byte buffers next to the Verbs engine's mutex, which the engine's
+// thread takes all the time. A write by another thread during the move must
+// not be lost (a lost mutex word left that thread asleep for good).
+TEST_F(FakeNames, WritesOfOtherThreadsToTheSamePageSurviveRegistration) {
+    struct Page {
+        unsigned char buf[64];
+        std::mutex lock;
+        std::atomic<std::uint64_t> count{0};
+    };
+    for (int round = 0; round < 20; ++round) {
+        void* mem = std::aligned_alloc(4096, 4096);
+        ASSERT_NE(nullptr, mem);
+        Page* page = new (mem) Page;
+        std::atomic<bool> stop{false}, ended{false};
+        std::uint64_t done = 0;
+        std::thread writer([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                std::lock_guard<std::mutex> g(page->lock);
+                page->count.fetch_add(1);
+                ++done;
+            }
+            ended = true;
+        });
+        while (page->count.load() < 1000)
+            std::this_thread::yield();
+        ASSERT_EQ(0, tcaRegister(page->buf, sizeof page->buf)) << "round " << round;
+        // A lost write shows as a mutex that stays locked, a writer that
+        // sleeps for good (its wake-up went to the old page) or a count short.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        bool locked = false;
+        while (!(locked = page->lock.try_lock()) && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::yield();
+        ASSERT_TRUE(locked) << "round " << round << ": the mutex stayed locked";
+        page->lock.unlock();
+        stop = true;
+        while (!ended && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (!ended) {
+            writer.detach();  // asleep for good: nothing left to do but report it
+            FAIL() << "round " << round << ": the writer never woke up";
+        }
+        writer.join();
+        EXPECT_EQ(done, page->count.load()) << "round " << round << ": increments lost";
+        EXPECT_EQ(0, tcaDeregister(page->buf, sizeof page->buf));
+        page->~Page();
+        std::free(mem);
+    }
 }
 
 TEST_F(FakeNames, LookupReturnsPiecesFlagsInfoAndExport) {

@@ -8,11 +8,17 @@
  * pages reachable there, PIN moves them into that file: it copies each
  * page range into fresh pieces of mem<node> and mremap()s those pieces over
  * the caller's addresses, so the program keeps its pointers and contents
- * while remote stores and DMA now land in its memory. Limits (test-only):
- * the range must be mapped; it must not hold the calling thread's stack
- * (EFAULT: the copy would miss the writes of the call itself); another
- * thread writing the range during the call may lose that write; nothing is
- * ever given back (FREE leaves the pages where they are).
+ * while remote stores and DMA now land in its memory. Whole pages move, and
+ * the rest of a page is often other heap objects that other threads write
+ * all the time (the Verbs engine's mutex beside a 64-byte buffer): so the
+ * pages are made read-only before the copy, and a thread that writes them
+ * meanwhile takes a SIGSEGV that waits for the move and retries the store
+ * on the new page (pin_fault). Limits (test-only): the range must be
+ * mapped; it must not hold the calling thread's stack (EFAULT: the copy
+ * would miss the writes of the call itself) nor another thread's; a system
+ * call that writes the range during the move fails with EFAULT; a
+ * process-shared futex in it loses its waiters; nothing is ever given back
+ * (FREE leaves the pages where they are).
  *
  * Names live in a shared file per node ($TCA_FAKE_DIR/names<n>), so that
  * another process (node) can answer a LOOKUP against them: as for the read
@@ -26,6 +32,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +78,72 @@ static struct fake_name_table *table(uint32_t node)
 
 /* ---- PIN ---------------------------------------------------------------- */
 
+/* The move under way (one at a time: pin_lock): its pages, and whether it
+ * is still copying. A fault there waits until it is done, once per move and
+ * thread (a second fault on the moved page is the program's own). */
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t pin_first, pin_last;
+static unsigned pin_moving, pin_seq;
+static __thread unsigned pin_waited_seq;
+static struct sigaction pin_next; /* the handler we stand in front of */
+
+static void pin_fault(int sig, siginfo_t *si, void *uc)
+{
+	const uintptr_t a = (uintptr_t)si->si_addr;
+	const unsigned seq = __atomic_load_n(&pin_seq, __ATOMIC_ACQUIRE);
+	if (a >= pin_first && a < pin_last && pin_waited_seq != seq) {
+		while (__atomic_load_n(&pin_moving, __ATOMIC_ACQUIRE))
+			sched_yield();
+		pin_waited_seq = seq;
+		return; /* the store runs again, on the moved page */
+	}
+	if (pin_next.sa_flags & SA_SIGINFO) {
+		pin_next.sa_sigaction(sig, si, uc);
+	} else if (pin_next.sa_handler != SIG_DFL && pin_next.sa_handler != SIG_IGN) {
+		pin_next.sa_handler(sig);
+	} else {
+		signal(sig, SIG_DFL); /* the fault happens again and ends the process */
+	}
+}
+
+/* Our handler in front of the program's, from the first PIN on (it stays:
+ * a fault may be delivered after the move it belongs to). */
+static void pin_catch_faults(void)
+{
+	struct sigaction now;
+	if (sigaction(SIGSEGV, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
+	    now.sa_sigaction == pin_fault)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = pin_fault;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &pin_next);
+}
+
+/* Copies [at, at + len) into @fresh and puts @fresh in its place, with no
+ * write of another thread lost in between: 0 or -errno. */
+static int pin_move(void *fresh, void *at, uint64_t len)
+{
+	pin_first = (uintptr_t)at;
+	pin_last = (uintptr_t)at + len;
+	__atomic_store_n(&pin_moving, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&pin_seq, 1, __ATOMIC_RELEASE);
+	int rc = 0;
+	if (mprotect(at, len, PROT_READ) != 0) {
+		rc = -EFAULT;
+	} else {
+		memcpy(fresh, at, len);
+		if (mremap(fresh, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
+			mprotect(at, len, PROT_READ | PROT_WRITE);
+			rc = -EFAULT;
+		}
+	}
+	__atomic_store_n(&pin_moving, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
 static int do_pin(struct peach2_pin *p)
 {
 	const uint64_t page = 4096;
@@ -96,22 +170,21 @@ static int do_pin(struct peach2_pin *p)
 	int mem = fake_mem_fd();
 	if (mem < 0)
 		return -EIO;
-	for (uint32_t k = 0; k < f->nr; ++k) {
+	pthread_mutex_lock(&pin_lock);
+	pin_catch_faults();
+	for (uint32_t k = 0; k < f->nr && !rc; ++k) {
 		const struct peach2_chunk *c = &f->chunk[k];
 		void *fresh = (void *)syscall(SYS_mmap, NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED,
 					      mem, (off_t)PEACH2_ADDR_OFFSET(c->global_addr));
-		if (fresh == MAP_FAILED) {
-			close(mem);
-			return -ENOMEM;
-		}
-		void *at = (void *)(uintptr_t)(first + c->offset);
-		memcpy(fresh, at, c->len);
-		if (mremap(fresh, c->len, c->len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
-			close(mem);
-			return -EFAULT;
-		}
+		if (fresh == MAP_FAILED)
+			rc = -ENOMEM;
+		else
+			rc = pin_move(fresh, (void *)(uintptr_t)(first + c->offset), c->len);
 	}
+	pthread_mutex_unlock(&pin_lock);
 	close(mem);
+	if (rc)
+		return rc;
 	p->handle = f->handle;
 	p->offset = p->addr - first;
 	p->size = size;

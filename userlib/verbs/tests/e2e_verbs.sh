@@ -21,15 +21,28 @@ fail() {
 	exit 1
 }
 
+# The client connects once: start it when the server listens on $port (on a
+# busy machine the server's set-up takes longer than any fixed sleep), or
+# when the server has already ended (its failure is reported as such).
+wait_listening() {
+	i=0
+	while [ $i -lt 400 ] && [ ! -e "$dir/$1.srv.rc" ] &&
+		[ -z "$(ss -Hltn "sport = :$port")" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
 # pair NAME PROG ARGS...: server on node 0, client on node 1 (localhost).
 pair() {
 	name=$1 prog=$2
 	shift 2
 	port=$((port + 1))
 	rm -f "$dir"/mem* "$dir"/mbox* "$dir"/exports* "$dir"/names*
+	rm -f "$dir/$name.srv.rc"
 	(set +e; TCA_FAKE_NODE=0 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" \
 		>"$dir/$name.srv.log" 2>&1; echo $? >"$dir/$name.srv.rc") &
-	sleep 0.3
+	wait_listening "$name"
 	set +e
 	TCA_FAKE_NODE=1 LD_PRELOAD=$fake timeout 120 stdbuf -oL "$prog" -p $port "$@" localhost >"$dir/$name.cli.log" 2>&1
 	crc=$?
