@@ -82,7 +82,7 @@ int Context::open(const char* path, std::unique_ptr<Context>* out) {
     return 0;
 }
 
-int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) {
+int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) const {
     if (size == 0 || size > info_.max_alloc)
         return -EINVAL;
     peach2_alloc a{};
@@ -121,10 +121,7 @@ int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) {
     return 0;
 }
 
-int Context::alloc(std::size_t size, void** ptr) {
-    std::unique_ptr<DriverBuffer> buf;
-    if (int rc = new_buffer(size, &buf))
-        return rc;
+int Context::adopt(std::unique_ptr<DriverBuffer> buf, void** ptr) {
     void* p = buf->map.get();
     std::uint64_t off = 0;
     for (const tcaChunk& piece : buf->pieces) {

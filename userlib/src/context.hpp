@@ -44,13 +44,18 @@ public:
         return static_cast<const volatile unsigned char*>(mailbox_.get());
     }
 
-    int alloc(std::size_t size, void** ptr);
+    // tcaMalloc: a new_buffer made without the library mutex (the driver
+    // may make the ALLOC wait seconds for the user's quarantined memory,
+    // and the other threads of a Verbs program must go on meanwhile), then
+    // adopted among the tcaMalloc buffers under it.
+    int adopt(std::unique_ptr<DriverBuffer> buf, void** ptr);
     // Frees a tcaMalloc buffer; the driver ends its exports with it.
     // -EBUSY while a pending get (before its deadline) replies into it.
     int free(void* ptr);
-    // A driver buffer of `size` bytes for the library's own use (mapped,
-    // zeroed, chunk list read; not one of the tcaMalloc buffers).
-    int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out);
+    // A driver buffer of `size` bytes (mapped, zeroed, chunk list read; not
+    // yet one of the tcaMalloc buffers). Touches no shared state: callable
+    // without the library mutex.
+    int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) const;
     int handle_for(const void* ptr, std::size_t size, tcaHandle* out) const noexcept;
 
     // DMA: where memory is, in the planner's terms.
@@ -75,9 +80,14 @@ public:
     // The same without the library mutex: nullptr before the first use.
     RpState* rp_if_ready() const noexcept { return rp_fast_.load(std::memory_order_acquire); }
 
-    // Registered memory (names.cpp): pins [ptr, ptr + size) of
-    // this process's memory as a driver buffer; ends one such registration.
-    int register_memory(void* ptr, std::size_t size);
+    // Registered memory (names.cpp): pin_memory pins [ptr, ptr + size) of
+    // this process's memory as a driver buffer, without the library mutex
+    // (the driver may make it wait seconds for the user's quarantined
+    // memory, and the other threads of a Verbs program must go on
+    // acknowledging their peers meanwhile); register_pinned then takes the
+    // buffer over, under the mutex. deregister_memory ends a registration.
+    int pin_memory(void* ptr, std::size_t size, peach2_pin* out) const;
+    int register_pinned(const peach2_pin& p, std::size_t size);
     int deregister_memory(void* ptr, std::size_t size);
 
     // Names (names.cpp).

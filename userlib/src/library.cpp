@@ -117,7 +117,16 @@ int tcaMalloc(void** ptr, size_t size) {
     if (!ptr)
         return -EINVAL;
     *ptr = nullptr;
-    return guarded([&] { return with_context([&](Context& c) { return c.alloc(size, ptr); }); });
+    return guarded([&] {
+        Context* c = nullptr;
+        if (int rc = context_fast(&c))  // valid until tcaFinalize (tca.h)
+            return rc;
+        std::unique_ptr<DriverBuffer> buf;
+        if (int rc = c->new_buffer(size, &buf))
+            return rc;
+        std::lock_guard<std::mutex> lock(library_mutex());
+        return c->adopt(std::move(buf), ptr);
+    });
 }
 
 int tcaFree(void* ptr) {

@@ -35,12 +35,17 @@ std::uintptr_t page_size() noexcept {
 
 }  // namespace
 
-int Context::register_memory(void* ptr, std::size_t size) {
+int Context::pin_memory(void* ptr, std::size_t size, peach2_pin* out) const {
     peach2_pin p{};
     p.addr = reinterpret_cast<std::uintptr_t>(ptr);
     p.len = size;
     if (::ioctl(fd_.get(), PEACH2_IOC_PIN, &p) < 0)
         return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+    *out = p;
+    return 0;
+}
+
+int Context::register_pinned(const peach2_pin& p, std::size_t size) {
     auto buf = std::make_unique<DriverBuffer>(fd_.get(), p.handle);  // frees on error
     const std::uintptr_t first = p.addr & ~(page_size() - 1);
     if (p.nr_chunks == 0 || p.offset != p.addr - first || p.size < p.offset + size)
@@ -184,8 +189,16 @@ extern "C" {
 int tcaRegister(void* ptr, size_t size) {
     if (!ptr || size == 0)
         return -EINVAL;
-    return guarded(
-        [&] { return with_context([&](Context& c) { return c.register_memory(ptr, size); }); });
+    return guarded([&] {
+        Context* c = nullptr;
+        if (int rc = context_fast(&c))  // valid until tcaFinalize (tca.h)
+            return rc;
+        peach2_pin p{};
+        if (int rc = c->pin_memory(ptr, size, &p))
+            return rc;
+        std::lock_guard<std::mutex> lock(library_mutex());
+        return c->register_pinned(p, size);
+    });
 }
 
 int tcaDeregister(void* ptr, size_t size) {

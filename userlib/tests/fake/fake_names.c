@@ -18,7 +18,8 @@
  * would miss the writes of the call itself) nor another thread's; a system
  * call that writes the range during the move fails with EFAULT; a
  * process-shared futex in it loses its waiters; nothing is ever given back
- * (FREE leaves the pages where they are).
+ * (FREE leaves the pages where they are). $TCA_FAKE_PIN_DELAY_MS makes every
+ * PIN wait that long first, as the driver may for quarantined memory.
  *
  * Names live in a shared file per node ($TCA_FAKE_DIR/names<n>), so that
  * another process (node) can answer a LOOKUP against them: as for the read
@@ -162,6 +163,10 @@ static int do_pin(struct peach2_pin *p)
 	for (uint64_t a = first; a < last; a += page)
 		if (mincore((void *)(uintptr_t)a, page, &vec) != 0)
 			return -EFAULT;
+	/* A driver that waits for the user's quarantined memory (verbs_check slowreg). */
+	const char *delay = getenv("TCA_FAKE_PIN_DELAY_MS");
+	if (delay)
+		usleep((useconds_t)strtoul(delay, NULL, 0) * 1000);
 	struct fake_alloc *f;
 	int rc = fake_reserve(size, &f);
 	if (rc)

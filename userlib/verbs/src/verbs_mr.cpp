@@ -78,7 +78,10 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* abi, void* addr, size_t length, uint6
         errno = ENOMEM;
         return nullptr;
     }
-    std::lock_guard<std::mutex> g(e.lock());
+    // Pinned and published without the engine's lock: the driver may hold
+    // the pin for seconds (the user's quarantined memory over its quota),
+    // and meanwhile the progress thread must go on acknowledging peers, or
+    // their Sends end with IBV_WC_RETRY_EXC_ERR.
     if (int rc = tcaRegister(addr, length)) {
         log_error("ibv_reg_mr: cannot pin %zu bytes at %p: %s%s", length, addr, tcaErrorString(rc),
                   rc == -ENOMEM   ? " (over RLIMIT_MEMLOCK, see `ulimit -l`, or the driver's per-process "
@@ -124,6 +127,7 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* abi, void* addr, size_t length, uint6
     mr->access = access;  // local reads need no flag
     mr->iova = iova;
     mr->pd = pd;
+    std::lock_guard<std::mutex> g(e.lock());
     e.mrs[key] = mr;
     return &mr->abi;
 }

@@ -64,12 +64,15 @@ ibv_qp* create_qp(ibv_context* context, ibv_qp_init_attr_ex* a) {
         errno = ENOMEM;
         return nullptr;
     }
-    std::lock_guard<std::mutex> g(e.lock());
+    // Its receive area is allocated and published without the engine's
+    // lock (as in ibv_reg_mr: the driver may hold the allocation for
+    // seconds, and the progress thread must go on acknowledging peers).
     if (int rc = qp->setup()) {
         delete qp;
         errno = rc;
         return nullptr;
     }
+    std::lock_guard<std::mutex> g(e.lock());
     attach(owner<Cq>(a->send_cq), qp);
     attach(owner<Cq>(a->recv_cq), qp);
     e.qps.push_back(qp);

@@ -35,6 +35,12 @@
 //            finalizing): the exit handlers and static destructors of every
 //            library run beside it. The server must exit 0 (no crash, no hang);
 //            the client sees the same failure as with a killed peer
+//   slowreg  the server's main thread spends seconds in one ibv_reg_mr (a
+//            driver that waits for quarantined memory; the host test's fake
+//            driver waits $TCA_FAKE_PIN_DELAY_MS, which the server sets for
+//            that one call) while the client sends COUNT messages: every
+//            Send completes with success, none with IBV_WC_RETRY_EXC_ERR
+//            (the server's library acknowledges them meanwhile)
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -1007,6 +1013,63 @@ void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
          ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
+// ---- slowreg ------------------------------------------------------------------------------------
+
+void slowreg_test(const char* server, int port, std::uint64_t count) {
+    Link link(server, port);
+    Dev d;
+    Qp q(d, 64, 256);
+    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
+    constexpr std::size_t kMsg = 64;
+    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (g_server)
+        for (int i = 0; i < n; ++i)
+            post_recv(q.qp, static_cast<std::uint64_t>(i),
+                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
+    q.connect_over(link, d);
+    link.sync(1);
+    if (g_server) {
+        // Only this registration is slow (the variable is read at each pin).
+        std::vector<unsigned char> more(1 << 20, 1);
+        ::setenv("TCA_FAKE_PIN_DELAY_MS", "6000", 1);
+        const double t0 = now_s();
+        ibv_mr* slow = d.reg(more.data(), more.size(), IBV_ACCESS_LOCAL_WRITE);
+        const double took = now_s() - t0;
+        ::unsetenv("TCA_FAKE_PIN_DELAY_MS");
+        const auto wcs = wait_wc(d.cq, n, 30);
+        for (const ibv_wc& wc : wcs)
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        ibv_dereg_mr(slow);
+        link.sync(2);
+        pass("ibv_reg_mr took %.1f s; %d messages received", took, n);
+        return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in ibv_reg_mr
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = static_cast<std::uint64_t>(i);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        post(q.qp, wr);
+        if (i % 32 == 31)
+            for (const ibv_wc& wc : wait_wc(d.cq, 32, 30))
+                if (wc.status != IBV_WC_SUCCESS)
+                    fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    }
+    for (const ibv_wc& wc : wait_wc(d.cq, n % 32, 30))
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    const double took = now_s() - t0;
+    link.sync(2);
+    pass("%d Sends acknowledged in %.1f s while the server was in ibv_reg_mr", n, took);
+}
+
 // ---- hold --------------------------------------------------------------------------------------
 
 void hold_test(std::uint64_t mib) {
@@ -1026,7 +1089,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|exit|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|hold [SERVER]\n");
     std::exit(2);
 }
 
@@ -1067,6 +1130,8 @@ int main(int argc, char** argv) {
         peer_test(server, port, count, Leave::quietly);
     else if (t == "exit")
         peer_test(server, port, count, Leave::with_exit);
+    else if (t == "slowreg")
+        slowreg_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
