@@ -85,7 +85,7 @@ static struct fake_name_table *table(uint32_t node)
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t pin_first, pin_last;
 static unsigned pin_moving, pin_seq;
-static __thread unsigned pin_waited_seq;
+static __thread unsigned pin_waited_seq __attribute__((tls_model("initial-exec")));
 static struct sigaction pin_next; /* the handler we stand in front of */
 
 static void pin_fault(int sig, siginfo_t *si, void *uc)
