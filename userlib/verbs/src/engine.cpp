@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -70,6 +71,16 @@ Tunables Tunables::from_env() {
     t.hb_bytes = env_u64("PEACH2_VERBS_HB_BYTES", t.hb_bytes, 4096, 64ull << 20) & ~4095ull;
     t.ud_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_UD_SLOTS", t.ud_slots, 2, 4096));
     t.pio_max = env_u64("PEACH2_VERBS_PIO_MAX", t.pio_max, 0, 1 << 20);
+    // A peer's process can spend up to name_quarantine_ms + 1 s inside one
+    // PIN or ALLOC (the driver waits for its user's quarantined memory) with
+    // its library's lock held: eight silent periods (retry_cnt 7) must
+    // outlast that, or a busy peer looks dead.
+    if (std::FILE* f = std::fopen("/sys/module/peach2/parameters/name_quarantine_ms", "r")) {
+        unsigned long q = 0;
+        if (std::fscanf(f, "%lu", &q) == 1 && q <= 600000)
+            t.ack_timeout_min_ms = std::max<std::uint64_t>(t.ack_timeout_min_ms, (q + 2000 + 7) / 8);
+        std::fclose(f);
+    }
     t.ack_timeout_min_ms = env_u64("PEACH2_VERBS_ACK_TIMEOUT_MS", t.ack_timeout_min_ms, 1, 600000);
     t.rp_window = env_u64("PEACH2_VERBS_RP_WINDOW", t.rp_window, 1, 4096);
     const char* ll = std::getenv("PEACH2_VERBS_LL");
