@@ -117,15 +117,10 @@ int tcaMalloc(void** ptr, size_t size) {
     if (!ptr)
         return -EINVAL;
     *ptr = nullptr;
+    std::unique_ptr<DriverBuffer> buf;
     return guarded([&] {
-        Context* c = nullptr;
-        if (int rc = context_fast(&c))  // valid until tcaFinalize (tca.h)
-            return rc;
-        std::unique_ptr<DriverBuffer> buf;
-        if (int rc = c->new_buffer(size, &buf))
-            return rc;
-        std::lock_guard<std::mutex> lock(library_mutex());
-        return c->adopt(std::move(buf), ptr);
+        return with_context_after([&](Context& c) { return c.new_buffer(size, &buf); },
+                                  [&](Context& c) { return c.adopt(std::move(buf), ptr); });
     });
 }
 

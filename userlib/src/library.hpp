@@ -47,6 +47,22 @@ int with_context(Fn&& fn) {
 // first time. The pointer stays valid until tcaFinalize().
 int context_fast(Context** out);
 
+// Runs slow(Context &) without the lock, then, if it returned 0,
+// fn(Context &) under it; opens the device first if needed. For driver
+// calls that may wait seconds (PIN and ALLOC wait for the user's
+// quarantined memory) while the process's other threads must go on;
+// slow must touch no shared state of the context.
+template <class Slow, class Fn>
+int with_context_after(Slow&& slow, Fn&& fn) {
+    Context* c = nullptr;
+    if (int rc = context_fast(&c))
+        return rc;
+    if (int rc = slow(*c))
+        return rc;
+    std::lock_guard<std::mutex> lock(library_mutex());
+    return fn(*c);
+}
+
 // The open context or nullptr; never opens. Lock-free (an atomic load):
 // callers that do not hold the lock (tcaTest/tcaWait/tcaCancel) rely on
 // tcaFinalize() not running concurrently with any other call, as tca.h

@@ -189,15 +189,10 @@ extern "C" {
 int tcaRegister(void* ptr, size_t size) {
     if (!ptr || size == 0)
         return -EINVAL;
+    peach2_pin p{};
     return guarded([&] {
-        Context* c = nullptr;
-        if (int rc = context_fast(&c))  // valid until tcaFinalize (tca.h)
-            return rc;
-        peach2_pin p{};
-        if (int rc = c->pin_memory(ptr, size, &p))
-            return rc;
-        std::lock_guard<std::mutex> lock(library_mutex());
-        return c->register_pinned(p, size);
+        return with_context_after([&](Context& c) { return c.pin_memory(ptr, size, &p); },
+                                  [&](Context& c) { return c.register_pinned(p, size); });
     });
 }
 

@@ -1047,6 +1047,11 @@ void slowreg_test(const char* server, int port, std::uint64_t count) {
         return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in ibv_reg_mr
+    const auto all_succeed = [&](int k) {
+        for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    };
     const double t0 = now_s();
     for (int i = 0; i < n; ++i) {
         ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
@@ -1058,13 +1063,9 @@ void slowreg_test(const char* server, int port, std::uint64_t count) {
         wr.send_flags = IBV_SEND_SIGNALED;
         post(q.qp, wr);
         if (i % 32 == 31)
-            for (const ibv_wc& wc : wait_wc(d.cq, 32, 30))
-                if (wc.status != IBV_WC_SUCCESS)
-                    fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+            all_succeed(32);
     }
-    for (const ibv_wc& wc : wait_wc(d.cq, n % 32, 30))
-        if (wc.status != IBV_WC_SUCCESS)
-            fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    all_succeed(n % 32);
     const double took = now_s() - t0;
     link.sync(2);
     pass("%d Sends acknowledged in %.1f s while the server was in ibv_reg_mr", n, took);
