@@ -120,6 +120,9 @@ if [ -n "$check" ]; then
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
+	# slowreg proves something only if the server's registration was slow.
+	grep -Eq "slowreg: PASS \(server\): ibv_reg_mr took ([5-9]|[1-9][0-9])\." "$dir/check_slowreg.srv.log" ||
+		fail "check_slowreg: the server's ibv_reg_mr was not held (TCA_FAKE_PIN_DELAY_MS)"
 	# The server exits without a word after 300 messages: the client's
 	# outstanding Sends end with an error, not a hang.
 	pair check_peer "$check" -n 300 peer
