@@ -701,6 +701,61 @@ TEST_F(peach2, window_loopback_store)
 }
 
 /*
+ * Stores nobody fences still arrive: the card sends an open write-combining
+ * buffer after a pause in the stores (docs/hardware.md §3), also once fences
+ * have been doing that job for a while, when the card looks less often.
+ */
+TEST_F(peach2, window_unfenced_stores_arrive)
+{
+	volatile uint64_t *win = NULL, *mem = NULL;
+	struct peach2_alloc a;
+	struct timespec t0, t;
+	int round, k;
+
+	ASSERT_EQ(0, do_alloc(self->fd, self->page, &a));
+	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, a.mmap_offset, (void **)&mem));
+	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_WRITE, MAP_SHARED,
+			      a.global_addr, (void **)&win));
+	/* Fenced puts, spread out: the card's fallback learns it is idle. */
+	for (k = 0; k < 40; k++) {
+		win[0] = k;
+		__sync_synchronize();
+		usleep(500);
+	}
+	for (round = 1; round <= 3; round++) {
+		uint64_t want = 0x5a5a000000000000ULL + round;
+		double ms;
+
+		for (k = 0; k < 4; k++)
+			win[k] = want + k;
+		asm volatile("" ::: "memory");	/* no fence: the card must send */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			int ok = 1;
+
+			for (k = 0; k < 4; k++)
+				ok &= mem[k] == want + k;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ms = (t.tv_sec - t0.tv_sec) * 1e3 +
+			     (t.tv_nsec - t0.tv_nsec) / 1e6;
+			if (ok || ms > 5000)
+				break;
+			usleep(200);
+		}
+		TH_LOG("unfenced write %d arrived after %.2f ms", round, ms);
+		ASSERT_GT(5000, ms) {
+			TH_LOG("4 unfenced stores to global 0x%llx never arrived (first word 0x%llx)",
+			       (unsigned long long)a.global_addr,
+			       (unsigned long long)mem[0]);
+		}
+	}
+	munmap((void *)win, self->page);
+	munmap((void *)mem, self->page);
+	ASSERT_EQ(0, do_free(self->fd, a.handle));
+}
+
+/*
  * A store to a node that does not exist is an error the card counts and
  * reports (interrupt, then the driver logs and unlatches it).
  */

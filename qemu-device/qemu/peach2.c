@@ -53,8 +53,16 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  * fences, once the CPU has not stored into the window for this long. The
  * timer is only the fallback: under TCG on a busy host a short one fires in
  * the middle of a message and turns every store into its own packet.
+ *
+ * It is also dear: arming it wakes the main loop, firing takes the BQL from
+ * the vCPU, and with a timer per put that was ~90 % of an 8-byte put
+ * between two guests (docs/notes.md, 2026-11-27). So while fences do the
+ * job (the timer finds nothing open) it looks later each time, up to
+ * PEACH2_WC_LAZY_NS after the first store of a write; a write it has to
+ * send brings it back to PEACH2_WC_IDLE_NS.
  */
 #define PEACH2_WC_IDLE_NS 50000
+#define PEACH2_WC_LAZY_NS 1000000
 
 /*
  * The shared-memory transport of a cable between two QEMUs of one host
@@ -190,6 +198,8 @@ struct Peach2State {
     bool dma_run;            /* slices follow each other (a deferral chain) */
     bool dma_deferred;       /* the last service asked for more */
     int64_t last_store_ns;
+    int64_t wc_first_look_ns; /* store to the timer's first look */
+    bool wc_open;             /* stores held in the open buffer */
     Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
 
     uint32_t node_id;
@@ -1373,6 +1383,7 @@ static void peach2_service_bh(void *opaque)
 
     s->dma_deferred = false;
     peach2_core_service(s->core);
+    s->wc_open = false; /* the service closes the open write first */
     if (!s->dma_deferred) {
         s->dma_run = false; /* done, or waiting on a link: the run ended */
     }
@@ -1393,6 +1404,7 @@ static void peach2_wc_fence(void *opaque)
     was = peach2_guard_enter(s);
     peach2_core_close_write(s->core);
     peach2_guard_leave(s, was);
+    s->wc_open = false;
     peach2_send_queued(s);
 }
 
@@ -1401,11 +1413,17 @@ static void peach2_wc_timer(void *opaque)
     Peach2State *s = opaque;
     int64_t idle_at = s->last_store_ns + PEACH2_WC_IDLE_NS;
 
+    if (!s->wc_open) {
+        /* A fence sent it: look later next time. */
+        s->wc_first_look_ns = MIN(s->wc_first_look_ns * 2, PEACH2_WC_LAZY_NS);
+        return;
+    }
     if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < idle_at) {
         timer_mod(s->wc_timer, idle_at); /* still storing: wait on */
         return;
     }
     trace_peach2_wc_flush(s->node_id);
+    s->wc_first_look_ns = PEACH2_WC_IDLE_NS;
     /* Through the bottom half: it runs under the device's re-entrancy guard. */
     qemu_bh_schedule(s->service_bh);
 }
@@ -1688,9 +1706,10 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
     }
     if (pending & PEACH2_WINDOW_WC_OPEN) {
         cpu_wc_flush_mark_pending();
+        s->wc_open = true;
         s->last_store_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         if (!timer_pending(s->wc_timer)) {
-            timer_mod(s->wc_timer, s->last_store_ns + PEACH2_WC_IDLE_NS);
+            timer_mod(s->wc_timer, s->last_store_ns + s->wc_first_look_ns);
         }
     }
 }
@@ -1846,6 +1865,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->service_bh = qemu_bh_new_guarded(peach2_service_bh, s,
                                         &DEVICE(pdev)->mem_reentrancy_guard);
     s->wc_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_wc_timer, s);
+    s->wc_first_look_ns = PEACH2_WC_IDLE_NS;
     s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_schedule_service,
                                 s);
     cpu_wc_flush_register(peach2_wc_fence, s);
@@ -1958,6 +1978,7 @@ static void peach2_reset(DeviceState *dev)
 
     if (s->core) {
         peach2_core_reset(s->core);
+        s->wc_open = false;
         peach2_direct_update(s); /* the filter is empty again */
     }
 }
