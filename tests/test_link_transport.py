@@ -177,8 +177,10 @@ def test_shm_peer_killed_mid_stream_and_restarted(shm2, stream):
     c = shm2
     before = shm_ports(c, 0)
     if stream == "pio":
-        recv = "tca_check pio recv --peer 0 --size 16384 --guard 4096"
-        send = "tca_check pio send --peer 1"  # every offset x size: a long stream
+        # Stamped writes until killed (one 64-byte slot and a stamp each): long enough
+        # at any speed (the placement check of `pio send` is over in a few seconds).
+        recv = "tca_check pio order-recv --peer 0 --count 1000000000"
+        send = "tca_check pio order-send --peer 1 --count 1000000000"
     else:
         recv = "tca_check dma recv --peer 0"
         send = "tca_check dma send --peer 1 --count 200"
@@ -190,7 +192,10 @@ def test_shm_peer_killed_mid_stream_and_restarted(shm2, stream):
     c.kill_node(1)
     wait_sysfs(c, 0, "link_e", "down", timeout=15)
     assert c.nodes[0].alive(), "node 0's QEMU died with its peer"
-    check(c, 0, "pkill tca_check; true", timeout=30)
+    # The sender would go on writing into whatever node 1 registers next.
+    check(c, 0, "killall tca_check; true", timeout=30)
+    wait_until(lambda: c.run(0, "pidof tca_check")[0] != 0, timeout=30,
+               what="node 0's sender to end")
     c.restart_node(1)
     wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
     assert shm_ports(c, 0) > before, "the new connection did not use shared memory"

@@ -132,7 +132,7 @@ def test_ucx_perftest(cluster2):
     c = cluster2
     for test, size, iters in (("tag_lat", "8", 200), ("tag_bw", "1048576", 20),
                               ("ucp_put_bw", "65536", 50), ("ucp_get", "65536", 50)):
-        c.run(1, "pkill -x ucx_perftest; true")
+        c.run(1, "killall ucx_perftest; true")  # a server left from the step before
         check(c, 1, "(ucx_perftest >/tmp/perf-server.log 2>&1 &)")
         time.sleep(1)
         tx0 = card_bytes(c, 0)[0] + card_bytes(c, 1)[0]
