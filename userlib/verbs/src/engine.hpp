@@ -75,6 +75,13 @@ public:
     void progress_all();
     // The program is active: the progress thread stays out of its way.
     void touch() noexcept { last_call_ns_.store(now(), std::memory_order_relaxed); }
+    // A thread of the program blocks in ibv_get_cq_event (+1) or is back (-1):
+    // it waits for the progress thread, however recently it called.
+    void event_waiters(int delta) noexcept {
+        event_waiters_.fetch_add(delta, std::memory_order_relaxed);
+        if (delta > 0)
+            kick();
+    }
     static std::uint64_t now() noexcept;
 
     // Wake the progress thread (a CQ was armed, a QP needs acks).
@@ -88,7 +95,7 @@ public:
 
 private:
     void thread_main();
-    void renew_leases();
+    void renew_leases(std::unique_lock<std::mutex>& held);
 
     Context& ctx_;
     Tunables tune_;
@@ -100,6 +107,7 @@ private:
     std::deque<ibv_async_event> async_;
 
     std::atomic<std::uint64_t> last_call_ns_{0};
+    std::atomic<int> event_waiters_{0};
     std::thread thread_;
     std::mutex wake_lock_;
     std::condition_variable wake_;

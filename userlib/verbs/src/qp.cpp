@@ -368,6 +368,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
 // ---- progress ------------------------------------------------------------------------------
 
 void Qp::progress(std::uint64_t now) {
+    progressed_ns_ = now;
     const ibv_qp_state s = state();
     if (s == IBV_QPS_RESET || s == IBV_QPS_INIT)
         return;

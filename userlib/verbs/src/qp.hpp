@@ -109,6 +109,8 @@ public:
     // Everything that can move without blocking: arrivals, acknowledgements,
     // DMA and read-proxy completions, new operations, timers.
     void progress(std::uint64_t now);
+    // When progress() last ran (Engine::now()), whoever called it.
+    std::uint64_t progressed_ns() const noexcept { return progressed_ns_; }
     // Lease renewal of the peer's area, for the progress thread: what to
     // look up (false: nothing due), then the lookup's outcome. The lookup
     // itself runs without the Engine lock (it may take a read-proxy round
@@ -227,6 +229,7 @@ private:
 
     // Acknowledgements and retries (send side).
     std::uint64_t progress_ns_ = 0;  // last time the peer showed life
+    std::uint64_t progressed_ns_ = 0;
     std::uint32_t retries_left_ = 7;
     std::uint32_t rnr_left_ = 7;
     std::uint16_t nak_seen_ = 0;

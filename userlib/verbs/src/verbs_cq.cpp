@@ -129,7 +129,10 @@ PV_EXPORT int ibv_resize_cq(ibv_cq* abi, int cqe) {
 PV_EXPORT int ibv_get_cq_event(ibv_comp_channel* abi, ibv_cq** cq, void** cq_context) {
     Channel* ch = owner<Channel>(abi);
     std::uint64_t n;
-    if (::read(abi->fd, &n, sizeof n) != sizeof n)
+    ch->engine->event_waiters(1);
+    const ssize_t got = ::read(abi->fd, &n, sizeof n);
+    ch->engine->event_waiters(-1);
+    if (got != sizeof n)
         return -1;  // errno: EAGAIN (non-blocking fd), EINTR
     std::lock_guard<std::mutex> g(ch->engine->lock());
     if (ch->events.empty()) {
