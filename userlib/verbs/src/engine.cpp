@@ -81,7 +81,8 @@ Tunables Tunables::from_env() {
     t.ll_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_LL_SLOTS", t.ll_slots, 2, 4096));
     t.hb_bytes = env_u64("PEACH2_VERBS_HB_BYTES", t.hb_bytes, 4096, 64ull << 20) & ~4095ull;
     t.ud_slots = static_cast<std::uint32_t>(env_u64("PEACH2_VERBS_UD_SLOTS", t.ud_slots, 2, 4096));
-    t.pio_max = env_u64("PEACH2_VERBS_PIO_MAX", t.pio_max, 0, 1 << 20);
+    // The PIO/DMA line of tcaPutAuto (TCA_PIO_MAX, 1 KiB), unless told.
+    t.pio_max = env_u64("PEACH2_VERBS_PIO_MAX", tcaPioMax(), 0, 1 << 20);
     // A peer's process can spend up to name_quarantine_ms + 1 s inside one
     // PIN or ALLOC (the driver waits for its user's quarantined memory) with
     // its library's lock held: eight silent periods (retry_cnt 7) must

@@ -31,7 +31,7 @@ struct Tunables {
     std::uint32_t ll_slots = 64;             // PEACH2_VERBS_LL_SLOTS
     std::uint64_t hb_bytes = 256 << 10;      // PEACH2_VERBS_HB_BYTES
     std::uint32_t ud_slots = 64;             // PEACH2_VERBS_UD_SLOTS
-    std::uint64_t pio_max = 256;             // PEACH2_VERBS_PIO_MAX: RDMA Write by PIO up to this
+    std::uint64_t pio_max = 0;  // PEACH2_VERBS_PIO_MAX, else libtca's tcaPioMax(): RDMA Write, HB records by PIO up to this
     std::uint64_t ack_timeout_min_ms = 500;  // PEACH2_VERBS_ACK_TIMEOUT_MS: floor of the IB timeout
     std::uint64_t rp_window = 64;  // PEACH2_VERBS_RP_WINDOW: read-proxy requests out per QP
     bool ll_dma = false;           // PEACH2_VERBS_LL=dma: small packets by prebuilt chains

@@ -80,8 +80,9 @@ expect devinfo "link_layer:		InfiniBand"
 expect devinfo "GID\[  0\]:.*fe80:0000:0000:0000:5045:4332:0000:0000"
 
 # rc_pingpong validates every message (-c): small (low-latency ring),
-# page-sized and big (high-bandwidth ring, fragments), polling and events.
-for s in 1 216 4096 300000; do
+# a high-bandwidth record small enough for PIO, page-sized and big (DMA,
+# fragments), polling and events.
+for s in 1 216 1000 4096 300000; do
 	pair rc$s ibv_rc_pingpong -g 0 -c -n 200 -s $s
 	expect rc$s "200 iters in"
 done
