@@ -33,6 +33,33 @@ static int try_mmap(int fd, size_t len, int prot, int flags, uint64_t off,
 	return 0;
 }
 
+/*
+ * A one-page buffer mapped twice: as memory (*mem) and through this node's
+ * slice of the window at its global address (*win, write-only): stores to
+ * *win loop back inside the card into *mem.
+ */
+static int map_loopback(int fd, size_t page, struct peach2_alloc *a,
+			volatile uint64_t **mem, volatile uint64_t **win)
+{
+	int ret = do_alloc(fd, page, a);
+
+	if (!ret)
+		ret = try_mmap(fd, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       a->mmap_offset, (void **)mem);
+	if (!ret)
+		ret = try_mmap(fd, page, PROT_WRITE, MAP_SHARED, a->global_addr,
+			       (void **)win);
+	return ret;
+}
+
+static int unmap_loopback(int fd, size_t page, struct peach2_alloc *a,
+			  volatile uint64_t *mem, volatile uint64_t *win)
+{
+	munmap((void *)win, page);
+	munmap((void *)mem, page);
+	return do_free(fd, a->handle);
+}
+
 static unsigned long long read_sysfs_ull(const char *path)
 {
 	char buf[64];
@@ -672,11 +699,7 @@ TEST_F(peach2, window_loopback_store)
 	struct timespec t0, t;
 	int k, ok = 0;
 
-	ASSERT_EQ(0, do_alloc(self->fd, self->page, &a));
-	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_READ | PROT_WRITE,
-			      MAP_SHARED, a.mmap_offset, (void **)&mem));
-	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_WRITE, MAP_SHARED,
-			      a.global_addr, (void **)&win));
+	ASSERT_EQ(0, map_loopback(self->fd, self->page, &a, &mem, &win));
 	for (k = 0; k < 8; k++)
 		win[k] = 0x1111111111111111ULL * (k + 1);
 	__sync_synchronize();	/* drain write-combining buffers */
@@ -695,9 +718,7 @@ TEST_F(peach2, window_loopback_store)
 		       (unsigned long long)a.global_addr,
 		       (unsigned long long)mem[0]);
 	}
-	munmap((void *)win, self->page);
-	munmap((void *)mem, self->page);
-	ASSERT_EQ(0, do_free(self->fd, a.handle));
+	ASSERT_EQ(0, unmap_loopback(self->fd, self->page, &a, mem, win));
 }
 
 /*
@@ -712,11 +733,7 @@ TEST_F(peach2, window_unfenced_stores_arrive)
 	struct timespec t0, t;
 	int round, k;
 
-	ASSERT_EQ(0, do_alloc(self->fd, self->page, &a));
-	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_READ | PROT_WRITE,
-			      MAP_SHARED, a.mmap_offset, (void **)&mem));
-	ASSERT_EQ(0, try_mmap(self->fd, self->page, PROT_WRITE, MAP_SHARED,
-			      a.global_addr, (void **)&win));
+	ASSERT_EQ(0, map_loopback(self->fd, self->page, &a, &mem, &win));
 	/* Fenced puts, spread out: the card's fallback learns it is idle. */
 	for (k = 0; k < 40; k++) {
 		win[0] = k;
@@ -750,9 +767,7 @@ TEST_F(peach2, window_unfenced_stores_arrive)
 			       (unsigned long long)mem[0]);
 		}
 	}
-	munmap((void *)win, self->page);
-	munmap((void *)mem, self->page);
-	ASSERT_EQ(0, do_free(self->fd, a.handle));
+	ASSERT_EQ(0, unmap_loopback(self->fd, self->page, &a, mem, win));
 }
 
 /*
