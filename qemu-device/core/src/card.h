@@ -78,8 +78,7 @@ public:
     uint64_t window_read(uint64_t off, unsigned size);
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
     void close_write();
-    // max_dma_bytes: DMA per channel in this slice (0: the usual slice).
-    void service(uint64_t max_dma_bytes = 0);
+    void service();
     unsigned tx_pending() const { return links_.tx_pending(); }
     Links& links() { return links_; }  // also the link_* calls
     const InboundFilter& inbound() const { return inbound_; }
