@@ -199,7 +199,6 @@ struct Peach2State {
     bool dma_deferred;       /* the last service asked for more */
     int64_t last_store_ns;
     int64_t wc_first_look_ns; /* store to the timer's first look */
-    bool wc_open;             /* stores held in the open buffer */
     Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
 
     uint32_t node_id;
@@ -1383,7 +1382,6 @@ static void peach2_service_bh(void *opaque)
 
     s->dma_deferred = false;
     peach2_core_service(s->core);
-    s->wc_open = false; /* the service closes the open write first */
     if (!s->dma_deferred) {
         s->dma_run = false; /* done, or waiting on a link: the run ended */
     }
@@ -1404,7 +1402,6 @@ static void peach2_wc_fence(void *opaque)
     was = peach2_guard_enter(s);
     peach2_core_close_write(s->core);
     peach2_guard_leave(s, was);
-    s->wc_open = false;
     peach2_send_queued(s);
 }
 
@@ -1413,7 +1410,7 @@ static void peach2_wc_timer(void *opaque)
     Peach2State *s = opaque;
     int64_t idle_at = s->last_store_ns + PEACH2_WC_IDLE_NS;
 
-    if (!s->wc_open) {
+    if (!peach2_core_write_open(s->core)) {
         /* A fence sent it: look later next time. */
         s->wc_first_look_ns = MIN(s->wc_first_look_ns * 2, PEACH2_WC_LAZY_NS);
         return;
@@ -1706,7 +1703,6 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
     }
     if (pending & PEACH2_WINDOW_WC_OPEN) {
         cpu_wc_flush_mark_pending();
-        s->wc_open = true;
         s->last_store_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         if (!timer_pending(s->wc_timer)) {
             timer_mod(s->wc_timer, s->last_store_ns + s->wc_first_look_ns);
@@ -1978,7 +1974,6 @@ static void peach2_reset(DeviceState *dev)
 
     if (s->core) {
         peach2_core_reset(s->core);
-        s->wc_open = false;
         peach2_direct_update(s); /* the filter is empty again */
     }
 }

@@ -125,6 +125,8 @@ unsigned peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val,
 /* Close the open write-combining buffer: its packet is delivered or queued
  * on a link. Nothing else; safe in a vCPU's fence. */
 void peach2_core_close_write(peach2_core *core);
+/* Whether a write-combining buffer is open (stores held back). */
+bool peach2_core_write_open(peach2_core *core);
 
 /* The bottom half: close the open write (stores before a DMA start go
  * first), load a firmware image handed over, run a bounded slice of DMA

@@ -102,6 +102,9 @@ unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val,
 void peach2_core_close_write(peach2_core* core) {
     guarded(core, [&] { core->card.close_write(); });
 }
+bool peach2_core_write_open(peach2_core* core) {
+    return guarded(core, [&] { return core->card.write_open(); });
+}
 void peach2_core_service(peach2_core* core) {
     guarded(core, [&] { core->card.service(); });
 }

@@ -78,6 +78,7 @@ public:
     uint64_t window_read(uint64_t off, unsigned size);
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
     void close_write();
+    bool write_open() const noexcept { return open_.has_value(); }
     void service();
     unsigned tx_pending() const { return links_.tx_pending(); }
     Links& links() { return links_; }  // also the link_* calls

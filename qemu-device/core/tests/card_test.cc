@@ -80,12 +80,15 @@ TEST_F(CardTest, LocalStoresCoalesceAndLandAtTheBusAddress) {
 TEST_F(CardTest, WindowStoresReportWhatTheyLeftPending) {
     // A local store opens a write-combining buffer and asks for no service
     // itself: the caller closes it when the CPU fences or goes idle.
+    EXPECT_FALSE(peach2_core_write_open(c()));
     EXPECT_EQ(peach2_core_window_write(c(), 0x100, 1, 8), PEACH2_WINDOW_WC_OPEN);
+    EXPECT_TRUE(peach2_core_write_open(c()));
     EXPECT_EQ(host.services, 0);
     // A non-contiguous local store delivers the old buffer at once (loopback).
     EXPECT_EQ(peach2_core_window_write(c(), 0x800, 2, 8), PEACH2_WINDOW_WC_OPEN);
     EXPECT_EQ(host.mem[0x100], 1);
     peach2_core_close_write(c());
+    EXPECT_FALSE(peach2_core_write_open(c()));
     EXPECT_EQ(host.mem[0x800], 2);
     EXPECT_EQ(host.services, 0);
     EXPECT_EQ(peach2_core_tx_pending(c()), 0u);  // nothing for a link: all local
