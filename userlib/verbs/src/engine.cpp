@@ -90,7 +90,8 @@ Tunables Tunables::from_env() {
     if (std::FILE* f = std::fopen("/sys/module/peach2/parameters/name_quarantine_ms", "r")) {
         unsigned long q = 0;
         if (std::fscanf(f, "%lu", &q) == 1 && q <= 600000)
-            t.ack_timeout_min_ms = std::max<std::uint64_t>(t.ack_timeout_min_ms, (q + 2000 + 7) / 8);
+            t.ack_timeout_min_ms =
+                std::max<std::uint64_t>(t.ack_timeout_min_ms, (q + 2000 + 7) / 8);
         std::fclose(f);
     }
     t.ack_timeout_min_ms = env_u64("PEACH2_VERBS_ACK_TIMEOUT_MS", t.ack_timeout_min_ms, 1, 600000);
@@ -247,15 +248,18 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
             j.qp->renewed(j.r, j.rc, j.n, j.started);
 }
 
+bool Engine::program_drives(std::uint64_t t) const noexcept {
+    return t - last_call_ns_.load(std::memory_order_relaxed) < kActiveNs &&
+           event_waiters_.load(std::memory_order_relaxed) == 0;
+}
+
 void Engine::thread_main() {
     constexpr std::uint64_t armed_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(kArmedPeriod).count();
     bool armed = false;
     std::uint64_t refused_since = 0;  // the first of the current run of refusals
     for (;;) {
-        const bool waited_for =
-            armed && (now() - last_call_ns_.load(std::memory_order_relaxed) >= kActiveNs ||
-                      event_waiters_.load(std::memory_order_relaxed) > 0);
+        const bool waited_for = armed && !program_drives(now());
         {
             std::unique_lock<std::mutex> w(wake_lock_);
             wake_.wait_for(w,
@@ -283,8 +287,7 @@ void Engine::thread_main() {
             armed |= cq->armed && cq->channel;
         renew_leases(g);
         const std::uint64_t t = now();
-        const bool active = t - last_call_ns_.load(std::memory_order_relaxed) < kActiveNs &&
-                            event_waiters_.load(std::memory_order_relaxed) == 0;
+        const bool active = program_drives(t);
         if (active && !armed)
             continue;  // the program drives progress itself
         // For armed CQs: the QPs the program has not moved along lately.

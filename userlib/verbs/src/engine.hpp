@@ -28,10 +28,12 @@ class Qp;
 
 // Tunables, from the environment (read once per device open).
 struct Tunables {
-    std::uint32_t ll_slots = 64;             // PEACH2_VERBS_LL_SLOTS
-    std::uint64_t hb_bytes = 256 << 10;      // PEACH2_VERBS_HB_BYTES
-    std::uint32_t ud_slots = 64;             // PEACH2_VERBS_UD_SLOTS
-    std::uint64_t pio_max = 0;  // PEACH2_VERBS_PIO_MAX, else libtca's tcaPioMax(): RDMA Write, HB records by PIO up to this
+    std::uint32_t ll_slots = 64;         // PEACH2_VERBS_LL_SLOTS
+    std::uint64_t hb_bytes = 256 << 10;  // PEACH2_VERBS_HB_BYTES
+    std::uint32_t ud_slots = 64;         // PEACH2_VERBS_UD_SLOTS
+    // PEACH2_VERBS_PIO_MAX, else libtca's tcaPioMax(): RDMA Writes and HB
+    // records by PIO up to this (from_env sets it).
+    std::uint64_t pio_max = 0;
     std::uint64_t ack_timeout_min_ms = 500;  // PEACH2_VERBS_ACK_TIMEOUT_MS: floor of the IB timeout
     std::uint64_t rp_window = 64;  // PEACH2_VERBS_RP_WINDOW: read-proxy requests out per QP
     bool ll_dma = false;           // PEACH2_VERBS_LL=dma: small packets by prebuilt chains
@@ -96,6 +98,9 @@ public:
 private:
     void thread_main();
     void renew_leases(std::unique_lock<std::mutex>& held);
+    // The program called a verb within kActiveNs of t and no thread of it
+    // waits in ibv_get_cq_event: it moves its QPs along itself.
+    bool program_drives(std::uint64_t t) const noexcept;
 
     Context& ctx_;
     Tunables tune_;

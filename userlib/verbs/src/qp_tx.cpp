@@ -403,8 +403,8 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
     // costs the card's bottom half and an interrupt, ~100 us under TCG,
     // where 1 KiB of stores takes ~10 us. Only behind a finished DMA, so that
     // the record cannot overtake one of this QP's earlier runs.
-    if (loopback_ ||
-        (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader && dma_idle())) {
+    if (loopback_ || (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader &&
+                      dma_idle())) {
         // The same list by PIO: each tcaPut ends with a store fence, so
         // the pair lands after the record.
         for (const tcaDmaXfer& x : xfers)
