@@ -199,6 +199,8 @@ struct Peach2State {
     bool dma_deferred;       /* the last service asked for more */
     int64_t last_store_ns;
     int64_t wc_first_look_ns; /* store to the timer's first look */
+    bool in_reg_write;        /* in peach2_core_reg_write() */
+    bool service_after_write; /* it asked for service */
     Peach2Port ports[PEACH2_NR_PORTS]; /* E, W, S used; N is the host */
 
     uint32_t node_id;
@@ -246,6 +248,23 @@ static void peach2_schedule_service(void *opaque)
 }
 
 /*
+ * The core asks for service. During a register write (a DMA start) the
+ * vCPU runs the first slice itself once the write is done: the bottom half
+ * would cost the main loop's wake-up and the BQL's hand-over, ~100 us of a
+ * small run between two TCG guests (docs/notes.md, 2026-11-27).
+ */
+static void peach2_core_wants_service(void *opaque)
+{
+    Peach2State *s = opaque;
+
+    if (s->in_reg_write) {
+        s->service_after_write = true;
+        return;
+    }
+    qemu_bh_schedule(s->service_bh);
+}
+
+/*
  * Pause between slices of a long DMA run. The run goes on in the main loop;
  * without a pause, slice after slice would keep the BQL and the vCPU could
  * not take its timer and device interrupts until the whole copy was done.
@@ -257,6 +276,7 @@ static void peach2_schedule_service(void *opaque)
  * The main loop may run at real-time priority (scripts/cluster.py), so the
  * pause must also leave the vCPU a fair share of the host CPU: half of it.
  */
+#define PEACH2_DMA_VCPU_SLICE 65536 /* per channel, right after a start */
 #define PEACH2_DMA_BURST_NS 500000 /* slices back to back for this long */
 #define PEACH2_DMA_PAUSE_NS 500000 /* then the BQL and the CPU are free */
 
@@ -1375,17 +1395,24 @@ static void peach2_send_queued(Peach2State *s)
     }
 }
 
-/* The bottom half: DMA slices and firmware loads, never in a vCPU. */
-static void peach2_service_bh(void *opaque)
+/*
+ * A slice of the card's work: at most max_dma_bytes of DMA per channel
+ * (0: the full slice, firmware loads too).
+ */
+static void peach2_service(Peach2State *s, uint64_t max_dma_bytes)
 {
-    Peach2State *s = opaque;
-
     s->dma_deferred = false;
-    peach2_core_service(s->core);
+    peach2_core_service_bounded(s->core, max_dma_bytes);
     if (!s->dma_deferred) {
         s->dma_run = false; /* done, or waiting on a link: the run ended */
     }
     peach2_send_queued(s);
+}
+
+/* The bottom half: DMA slices and firmware loads. */
+static void peach2_service_bh(void *opaque)
+{
+    peach2_service(opaque, 0);
 }
 
 /*
@@ -1659,9 +1686,16 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     Peach2State *s = opaque;
 
     trace_peach2_reg_write(s->node_id, addr, size, val);
+    s->in_reg_write = true;
     peach2_core_reg_write(s->core, addr, val, size);
+    s->in_reg_write = false;
     /* An inbound filter command: the peers' direct writes see it now. */
     peach2_direct_update(s);
+    if (s->service_after_write) {
+        /* A DMA start: its first slice now, under the MMIO's guard. */
+        s->service_after_write = false;
+        peach2_service(s, PEACH2_DMA_VCPU_SLICE);
+    }
     /* A read-proxy request: sent from this vCPU, like a window store. */
     peach2_send_queued(s);
 }
@@ -1808,7 +1842,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .opaque = s,
         .dma_write = peach2_dma_write,
         .dma_read = peach2_dma_read,
-        .schedule_service = peach2_schedule_service,
+        .schedule_service = peach2_core_wants_service,
         .defer_service = peach2_defer,
         .notify = peach2_notify,
         .log = peach2_log,

@@ -108,6 +108,9 @@ bool peach2_core_write_open(peach2_core* core) {
 void peach2_core_service(peach2_core* core) {
     guarded(core, [&] { core->card.service(); });
 }
+void peach2_core_service_bounded(peach2_core* core, uint64_t max_bytes) {
+    guarded(core, [&] { core->card.service(max_bytes); });
+}
 unsigned peach2_core_tx_pending(peach2_core* core) {
     return guarded(core, [&] { return core->card.tx_pending(); });
 }

@@ -220,10 +220,15 @@ void Card::close_write() {
 }
 
 // Work that must not run inside a register write or a store: the bottom half.
-void Card::service() {
-    router_.service();  // a firmware image handed over
-    close_write();      // stores the CPU made before starting a DMA go first
-    dma_.service();
+void Card::service(uint64_t max_dma_bytes) {
+    // A firmware image handed over: loaded in the full service only (the
+    // bounded one may run in a vCPU, docs/hardware.md §5).
+    if (!max_dma_bytes)
+        router_.service();
+    else if (router_.service_due())
+        schedule_service();
+    close_write();  // stores the CPU made before starting a DMA go first
+    dma_.service(max_dma_bytes);
 }
 
 // ---- routing and delivery ------------------------------------------------------

@@ -79,7 +79,8 @@ public:
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
     void close_write();
     bool write_open() const noexcept { return open_.has_value(); }
-    void service();
+    // max_dma_bytes: DMA per channel in this slice (0: the usual slice).
+    void service(uint64_t max_dma_bytes = 0);
     unsigned tx_pending() const { return links_.tx_pending(); }
     Links& links() { return links_; }  // also the link_* calls
     const InboundFilter& inbound() const { return inbound_; }

@@ -334,13 +334,14 @@ bool DmaEngine::step(unsigned ch, uint64_t& budget) {
     return true;
 }
 
-void DmaEngine::service() {
+void DmaEngine::service(uint64_t max_bytes) {
     bool more = false;
+    const uint64_t slice = max_bytes ? std::min(max_bytes, kBytesPerRun) : kBytesPerRun;
     for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch) {
         DmaChannel& c = chans_[ch];
         if (!c.busy() || c.stalled)
             continue;
-        uint64_t budget = kBytesPerRun;
+        uint64_t budget = slice;
         const uint32_t descs_at_start = c.done_descs;
         c.waiting = false;
         while (c.busy() && c.done_descs - descs_at_start < kDescsPerRun && step(ch, budget)) {

@@ -2,8 +2,9 @@
 // channels and the read proxy's, each running a chain of descriptors (in
 // descriptor RAM or host memory) or one register-mode transfer.
 //
-// Work runs only from service() (QEMU: a bottom half), never inside a
-// register write or a window store, and each slice is bounded: a chain of
+// Work runs only from service() (QEMU: a bottom half, or the vCPU right
+// after the register write that started a run), never inside a register
+// write or a window store, and each slice is bounded: a chain of
 // any length, or a descriptor loop, cannot hold the emulator for long, and
 // loops end with an error. Data leaves through the card's routing like PIO
 // (Card::route_write); a run whose next write leaves by a backlogged link
@@ -50,8 +51,9 @@ class DmaEngine {
 public:
     explicit DmaEngine(Card& card) : card_(card) {}
 
-    // The bottom half: a bounded slice of every busy channel's work.
-    void service();
+    // A bounded slice of every busy channel's work: at most max_bytes each
+    // (0: the usual slice).
+    void service(uint64_t max_bytes = 0);
     bool busy() const;
 
     // Reset stops every channel without completing it. Registers: the

@@ -29,6 +29,7 @@ public:
     std::optional<unsigned> port_for(uint64_t addr, peach2_err& why) const;
     // The bottom half: load a firmware image handed over by FW_CMD.
     void service();
+    bool service_due() const noexcept { return fw_pending_; }
 
     // Reset: no table, no image (default routing). Registers: ROUTE_CTRL,
     // the route entries, FW_*.

@@ -387,6 +387,31 @@ TEST_F(DmaTest, LongTransfersContinueAfterAPauseNotAtOnce) {
     EXPECT_GE(host.defers, 3);
 }
 
+// The first slice a caller runs where it started a run (QEMU: in the vCPU)
+// moves no more than it was allowed; the bottom half does the rest.
+TEST_F(DmaTest, BoundedSliceMovesAtMostItsBudgetThenDefers) {
+    dma.reg_mode(0x0, 0x200000, 256 * 1024);
+    peach2_core_service_bounded(core.get(), 64 * 1024);
+    EXPECT_TRUE(dma.busy());
+    EXPECT_EQ(dma.r(PEACH2_DMA_BYTES_LO), 64u * 1024);
+    EXPECT_EQ(host.defers, 1);
+    EXPECT_TRUE(same(0x0, 0x200000, 64 * 1024));
+    EXPECT_TRUE(zero(0x200000 + 64 * 1024, 4096));
+    dma.run();
+    EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
+    EXPECT_TRUE(same(0x0, 0x200000, 256 * 1024));
+    // A small run ends within its first slice, interrupt and all.
+    dma.w(PEACH2_DMA_STATUS, PEACH2_DMA_ST_DONE);
+    peach2_core_reg_write(core.get(), PEACH2_REG_INT_STATUS, PEACH2_INT_DMA(0), 4);
+    host.irqs.clear();
+    dma.reg_mode(0x1000, 0x300000, 4096);
+    peach2_core_service_bounded(core.get(), 64 * 1024);
+    EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
+    EXPECT_TRUE(same(0x1000, 0x300000, 4096));
+    ASSERT_FALSE(host.irqs.empty());
+    EXPECT_EQ(host.irqs.back(), PEACH2_INT_VECTOR_DMA(0));
+}
+
 TEST_F(DmaTest, ResetStopsChannels) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
     peach2_core_reset(core.get());
