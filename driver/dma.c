@@ -29,6 +29,9 @@
  * channel's STATUS and BYTES, clears STATUS and INT_STATUS.DMA(ch), starts
  * the next queued run and then, outside the channel lock, releases the
  * finished run's descriptors and buffers and reports it to its file. A
+ * run that has already ended when its start returns (short runs do on the
+ * emulated card) is reaped by the start itself, the same way, and its
+ * interrupt then wakes no thread (peach2_dma_irq()). A
  * per-channel watchdog aborts a run that makes no progress for
  * dma_timeout_ms, so nothing waits forever on a wedged card.
  */
@@ -671,22 +674,16 @@ static struct peach2_run *peach2_chan_retire(struct peach2_dma_chan *c,
 }
 
 /*
- * If the card says the channel has ended: collect status and bytes, clear
- * STATUS and the interrupt (in that order, so that the next run's end
- * raises a new one), retire the run. Channel lock held.
+ * The channel ended with STATUS @st: collect its bytes, clear STATUS and the
+ * interrupt (in that order, so that the next run's end raises a new one),
+ * retire the run. Channel lock held.
  */
-static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
-					   u32 *status, u64 *bytes)
+static struct peach2_run *peach2_chan_reap_ended(struct peach2_dma_chan *c,
+						 u32 st, u32 *status, u64 *bytes)
 {
 	struct peach2_dev *p2 = c->p2;
 	unsigned int ch = c->idx;
-	u32 st;
 
-	st = peach2_dmac_status(p2, ch);
-	if (st == U32_MAX || !(st & PEACH2_DMA_ST_ENDED)) {
-		writel(PEACH2_INT_DMA(ch), p2->regs + PEACH2_REG_INT_STATUS);
-		return NULL;
-	}
 	*bytes = peach2_dmac_bytes(p2, ch);
 	*status = peach2_dmac_code(st);
 	peach2_dmac_ack(p2, ch);
@@ -696,6 +693,41 @@ static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
 		dev_dbg(&p2->pdev->dev, "DMA channel %u: run ended with error %u (%s) after %llu bytes\n",
 			ch, *status, peach2_err_name(*status), *bytes);
 	return peach2_chan_retire(c, *status);
+}
+
+/*
+ * If the card says the channel has ended, reap it (above); if not, clear a
+ * stale interrupt. Channel lock held.
+ */
+static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
+					   u32 *status, u64 *bytes)
+{
+	struct peach2_dev *p2 = c->p2;
+	u32 st;
+
+	st = peach2_dmac_status(p2, c->idx);
+	if (st == U32_MAX || !(st & PEACH2_DMA_ST_ENDED)) {
+		writel(PEACH2_INT_DMA(c->idx), p2->regs + PEACH2_REG_INT_STATUS);
+		return NULL;
+	}
+	return peach2_chan_reap_ended(c, st, status, bytes);
+}
+
+/*
+ * The interrupt itself: wake the thread only if the channel's bit is still
+ * set. A run that ended during its start was reaped there
+ * (peach2_chan_submit()), with local interrupts off, and its message,
+ * delivered right after, finds nothing to do: no thread wake-up and two
+ * context switches less per short run.
+ */
+static irqreturn_t peach2_dma_irq(int irq, void *data)
+{
+	struct peach2_dma_chan *c = data;
+	u32 st = readl(c->p2->regs + PEACH2_REG_INT_STATUS);
+
+	if (st != U32_MAX && !(st & PEACH2_INT_DMA(c->idx)))
+		return IRQ_HANDLED;
+	return IRQ_WAKE_THREAD;
 }
 
 static irqreturn_t peach2_dma_irq_thread(int irq, void *data)
@@ -816,20 +848,36 @@ static int peach2_chan_pick(struct peach2_dev *p2, u32 want)
 	return best;
 }
 
-/* Start @run on channel @ch now, or queue it. Caller holds p2->lock. */
+/*
+ * Start @run on channel @ch now, or queue it. Caller holds p2->lock. A run
+ * started on an idle channel may have ended by the time the start returns
+ * (the emulated card moves a short run inside the CTRL write): then it is
+ * reaped here, and *@ended is the run for the caller to finish (with
+ * *@status and *@bytes) once it holds no lock. Local interrupts are off from
+ * the start to the check, so that its interrupt cannot wake the thread first.
+ */
 static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
-			      struct peach2_run *run)
+			      struct peach2_run *run, struct peach2_run **ended,
+			      u32 *status, u64 *bytes)
 {
 	struct peach2_dma_chan *c = &p2->dma[ch];
+	unsigned long flags;
 	int ret = 0;
+	u32 st;
 
+	*ended = NULL;
 	mutex_lock(&c->lock);
 	if (c->stopped) {
 		ret = -ENODEV;
 	} else if (c->wedged) {
 		ret = -EIO;
 	} else if (!c->cur) {
+		local_irq_save(flags);
 		peach2_chan_start(c, run);
+		st = peach2_dmac_status(p2, ch);
+		if (st != U32_MAX && st & PEACH2_DMA_ST_ENDED)
+			*ended = peach2_chan_reap_ended(c, st, status, bytes);
+		local_irq_restore(flags);
 	} else {
 		list_add_tail(&run->node, &c->queue);
 		c->nr_queued++;
@@ -885,7 +933,7 @@ int peach2_dma_setup_irqs(struct peach2_dev *p2)
 		snprintf(c->irq_name, sizeof(c->irq_name), "%s-dma%u",
 			 dev_name(&p2->dev), ch);
 		c->irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_DMA(ch));
-		ret = request_threaded_irq(c->irq, NULL, peach2_dma_irq_thread,
+		ret = request_threaded_irq(c->irq, peach2_dma_irq, peach2_dma_irq_thread,
 					   IRQF_ONESHOT, c->irq_name, c);
 		if (ret) {
 			dev_err(&pdev->dev, "cannot request irq %d for DMA channel %u: %d\n",
@@ -1312,15 +1360,20 @@ static void peach2_run_leave(struct peach2_file *ctx, struct peach2_run *run)
 static int peach2_run_queue(struct peach2_dev *p2, struct peach2_run *run,
 			    u32 *ch)
 {
+	struct peach2_run *ended = NULL;
+	u32 status = 0;
+	u64 bytes = 0;
 	int ret;
 
 	down_read(&p2->lock);
 	ret = p2->dead ? -ENODEV : peach2_chan_pick(p2, *ch);
 	if (ret >= 0) {
 		*ch = ret;
-		ret = peach2_chan_submit(p2, *ch, run);
+		ret = peach2_chan_submit(p2, *ch, run, &ended, &status, &bytes);
 	}
 	up_read(&p2->lock);
+	if (ended)
+		peach2_run_finish(ended, status, bytes);
 	return ret;
 }
 
