@@ -149,6 +149,10 @@ int fake_reserve(uint64_t size, struct fake_alloc **out)
 
 static int do_alloc(struct peach2_alloc *a)
 {
+	/* A driver that waits for the user's quarantined memory (verbs_check slowconn). */
+	const char *delay = getenv("TCA_FAKE_ALLOC_DELAY_MS");
+	if (delay)
+		usleep((useconds_t)strtoul(delay, NULL, 0) * 1000);
 	struct fake_alloc *f;
 	int rc = fake_reserve(a->size, &f);
 	if (rc)

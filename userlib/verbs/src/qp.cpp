@@ -125,7 +125,13 @@ int Qp::setup() {
 
 // ---- state machine ---------------------------------------------------------------
 
-int Qp::modify(ibv_qp_attr* attr, int mask) {
+bool Qp::connects(const ibv_qp_attr& attr, int mask) const {
+    ibv_qp_state next;
+    return abi_.qp_base.qp_type == IBV_QPT_RC && state() == IBV_QPS_INIT &&
+           check_modify(IBV_QPT_RC, IBV_QPS_INIT, attr, mask, &next) == 0 && next == IBV_QPS_RTR;
+}
+
+int Qp::modify(ibv_qp_attr* attr, int mask, Connection* c) {
     ibv_qp_state next;
     const ibv_qp_state cur = state();
     if (int rc = check_modify(abi_.qp_base.qp_type, cur, *attr, mask, &next)) {
@@ -137,7 +143,12 @@ int Qp::modify(ibv_qp_attr* attr, int mask) {
         attr_.max_rd_atomic = 0;
 
     if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT && abi_.qp_base.qp_type == IBV_QPT_RC) {
-        if (int rc = connect(*attr))
+        Connection here;
+        if (!c) {
+            prepare_connect(*attr, &here);
+            c = &here;
+        }
+        if (int rc = connect(*c))
             return rc;
     }
 
@@ -196,44 +207,61 @@ int Qp::modify(ibv_qp_attr* attr, int mask) {
     return 0;
 }
 
-// INIT -> RTR of an RC QP: find the peer's area by (node, QPN), stage a
-// mirror of its rings, and get ready to receive.
-int Qp::connect(const ibv_qp_attr& a) {
+// INIT -> RTR of an RC QP, the slow part: find the peer's area by (node,
+// QPN) and allocate the staging mirror of its rings. Reads only what does
+// not change after creation.
+void Qp::prepare_connect(const ibv_qp_attr& a, Connection* c) const {
     std::uint32_t node;
     if (!node_of(a.ah_attr.dlid, a.ah_attr.is_global, a.ah_attr.grh.dgid, eng_.node_count(),
                  &node)) {
         log_error("QP %#x: the address (LID %u%s) names no node of this sub-cluster of %u", qpn_,
                   a.ah_attr.dlid, a.ah_attr.is_global ? ", GID" : "", eng_.node_count());
-        return EINVAL;
+        c->rc = EINVAL;
+        return;
     }
-    peer_node_ = node;
-    if (int rc = peer_.open(node, TCA_NAME_QP, a.dest_qp_num)) {
+    c->node = node;
+    c->dest_qpn = a.dest_qp_num;
+    if (int rc = c->peer.open(node, TCA_NAME_QP, a.dest_qp_num)) {
         log_error("QP %#x: no QP %#x on node %u (%s): did the peer create it and send its number?",
                   qpn_, a.dest_qp_num, node, tcaErrorString(rc));
-        return rc == TCA_ENOTEXPORTED ? EINVAL : to_errno(rc);
+        c->rc = rc == TCA_ENOTEXPORTED ? EINVAL : to_errno(rc);
+        return;
     }
-    QpInfo info;
-    std::memcpy(&info, peer_.info().info, sizeof info);
+    QpInfo& info = c->info;
+    std::memcpy(&info, c->peer.info().info, sizeof info);
     if (info.magic != kQpMagic || info.type != IBV_QPT_RC || info.ll_slots < 2 ||
         info.hb_bytes < 4096 ||
-        peer_.size() <
+        c->peer.size() <
             wire::kCtrlBytes + std::uint64_t{info.ll_slots} * wire::kLlSlot + info.hb_bytes) {
         log_error("QP %#x: QP %#x on node %u is not an RC QP of this library", qpn_, a.dest_qp_num,
                   node);
-        peer_.close();
-        return EINVAL;
+        c->peer.close();
+        c->rc = EINVAL;
+        return;
     }
-    peer_info_ = info;
-    loopback_ = node == eng_.node_id();
-    if (int rc = stage_.alloc(peer_.size())) {
-        peer_.close();
-        return to_errno(rc);
+    if (int rc = c->stage.alloc(c->peer.size())) {
+        c->peer.close();
+        c->rc = to_errno(rc);
+        return;
     }
-    tx_ = std::make_unique<TxRings>(info.ll_slots, info.hb_bytes);
+    c->rc = 0;
+}
+
+// INIT -> RTR of an RC QP: take the prepared connection and get ready to
+// receive.
+int Qp::connect(Connection& c) {
+    if (c.rc)
+        return c.rc;
+    peer_node_ = c.node;
+    peer_ = std::move(c.peer);
+    peer_info_ = c.info;
+    loopback_ = c.node == eng_.node_id();
+    stage_ = std::move(c.stage);
+    tx_ = std::make_unique<TxRings>(peer_info_.ll_slots, peer_info_.hb_bytes);
     rx_ = std::make_unique<RxRings>(ll_slots_, hb_bytes_);
-    ll_chains_.assign(info.ll_slots, tcaChain{});
-    log_debug("QP %#x (node %u) connected to QP %#x on node %u", qpn_, eng_.node_id(),
-              a.dest_qp_num, node);
+    ll_chains_.assign(peer_info_.ll_slots, tcaChain{});
+    log_debug("QP %#x (node %u) connected to QP %#x on node %u", qpn_, eng_.node_id(), c.dest_qpn,
+              c.node);
     return 0;
 }
 

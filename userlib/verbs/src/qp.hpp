@@ -3,8 +3,9 @@
 // of the peer's rings (what DMA reads), the send queue as operations in
 // flight, the receive queue, and the protocol state of docs/verbs.md.
 //
-// Every method runs under the Engine lock. Nothing here has a thread: the
-// program's verb calls and the engine's progress thread drive it.
+// Every method runs under the Engine lock, unless it says otherwise. Nothing
+// here has a thread: the program's verb calls and the engine's progress
+// thread drive it.
 #pragma once
 
 #include <tca/tca.h>
@@ -14,6 +15,7 @@
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "objects.hpp"
@@ -32,6 +34,16 @@ struct TcaBuffer {
     TcaBuffer() = default;
     TcaBuffer(const TcaBuffer&) = delete;
     TcaBuffer& operator=(const TcaBuffer&) = delete;
+    TcaBuffer(TcaBuffer&& o) noexcept
+        : p(std::exchange(o.p, nullptr)), size(std::exchange(o.size, 0)) {}
+    TcaBuffer& operator=(TcaBuffer&& o) noexcept {
+        if (this != &o) {
+            reset();
+            p = std::exchange(o.p, nullptr);
+            size = std::exchange(o.size, 0);
+        }
+        return *this;
+    }
     ~TcaBuffer() { reset(); }
     int alloc(std::size_t n);
     void reset() noexcept;
@@ -100,7 +112,25 @@ public:
     ibv_qp* abi() noexcept { return &abi_.qp_base; }
 
     // ---- verbs (qp_verbs.cpp) ----
-    int modify(ibv_qp_attr* attr, int mask);
+    // INIT -> RTR of an RC QP looks the peer's area up (a read-proxy round
+    // trip) and allocates our staging copy of it (the driver may hold an
+    // allocation for seconds): ibv_modify_qp does both without the Engine
+    // lock, so that the progress thread goes on acknowledging this
+    // process's other peers, and modify() takes the result.
+    struct Connection {
+        int rc = 0;  // 0, or the errno modify() returns
+        std::uint32_t node = 0;
+        std::uint32_t dest_qpn = 0;
+        RemoteRange peer;
+        QpInfo info{};
+        TcaBuffer stage;
+    };
+    // Would modify(attr, mask) connect this QP?
+    bool connects(const ibv_qp_attr& attr, int mask) const;
+    // The slow part of connecting; without the Engine lock.
+    void prepare_connect(const ibv_qp_attr& attr, Connection* c) const;
+    // c: prepare_connect's result for this modify (or nullptr: prepared here).
+    int modify(ibv_qp_attr* attr, int mask, Connection* c = nullptr);
     int query(ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
     int post_send(ibv_send_wr* wr, ibv_send_wr** bad);
     int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
@@ -131,7 +161,7 @@ public:
 
 private:
     // qp_verbs.cpp
-    int connect(const ibv_qp_attr& attr);
+    int connect(Connection& c);
     void reset();
     void to_error();
     void flush();

@@ -157,9 +157,20 @@ PV_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
 
 PV_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     Engine& e = engine_of(qp->context);
+    Qp* q = Qp::of(qp);
+    // Connecting looks up and allocates without the lock (Qp::Connection);
+    // what it prepared is freed, if unused, after the lock is released.
+    Qp::Connection conn;
+    bool prepared;
+    {
+        std::lock_guard<std::mutex> g(e.lock());
+        prepared = q->connects(*attr, mask);
+    }
+    if (prepared)
+        q->prepare_connect(*attr, &conn);
     std::lock_guard<std::mutex> g(e.lock());
     e.touch();
-    return Qp::of(qp)->modify(attr, mask);
+    return q->modify(attr, mask, prepared ? &conn : nullptr);
 }
 
 PV_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {

@@ -117,13 +117,15 @@ grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 M
 
 if [ -n "$check" ]; then
 	# The library's own checks of error semantics, between two processes.
-	for t in access rnr badwr flush read stream slowreg; do
+	for t in access rnr badwr flush read stream slowreg slowconn; do
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
 	# slowreg proves something only if the server's registration was slow.
 	grep -Eq "slowreg: PASS \(server\): ibv_reg_mr took ([5-9]|[1-9][0-9])\." "$dir/check_slowreg.srv.log" ||
 		fail "check_slowreg: the server's ibv_reg_mr was not held (TCA_FAKE_PIN_DELAY_MS)"
+	grep -Eq "slowconn: PASS \(server\): connecting a QP took ([5-9]|[1-9][0-9])\." "$dir/check_slowconn.srv.log" ||
+		fail "check_slowconn: the server's ibv_modify_qp was not held (TCA_FAKE_ALLOC_DELAY_MS)"
 	# The server exits without a word after 300 messages: the client's
 	# outstanding Sends end with an error, not a hang.
 	pair check_peer "$check" -n 300 peer

@@ -41,6 +41,9 @@
 //            that one call) while the client sends COUNT messages: every
 //            Send completes with success, none with IBV_WC_RETRY_EXC_ERR
 //            (the server's library acknowledges them meanwhile)
+//   slowconn the same while the server's main thread connects a second QP
+//            (ibv_modify_qp to RTR allocates the staging copy of the peer's
+//            rings; the fake waits $TCA_FAKE_ALLOC_DELAY_MS in that ALLOC)
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -1071,6 +1074,65 @@ void slowreg_test(const char* server, int port, std::uint64_t count) {
     pass("%d Sends acknowledged in %.1f s while the server was in ibv_reg_mr", n, took);
 }
 
+// ---- slowconn
+// ------------------------------------------------------------------------------------
+
+void slowconn_test(const char* server, int port, std::uint64_t count) {
+    Link link(server, port);
+    Dev d;
+    Qp q(d, 64, 256);
+    Qp second(d, 4, 4);
+    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
+    constexpr std::size_t kMsg = 64;
+    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (g_server)
+        for (int i = 0; i < n; ++i)
+            post_recv(q.qp, static_cast<std::uint64_t>(i),
+                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
+    q.connect_over(link, d);
+    link.sync(1);
+    if (g_server) {
+        // Only the allocations of this connection are slow.
+        ::setenv("TCA_FAKE_ALLOC_DELAY_MS", "6000", 1);
+        const double t0 = now_s();
+        second.connect_over(link, d);
+        const double took = now_s() - t0;
+        ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
+        const auto wcs = wait_wc(d.cq, n, 30);
+        for (const ibv_wc& wc : wcs)
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        link.sync(2);
+        pass("connecting a QP took %.1f s; %d messages received", took, n);
+        return;
+    }
+    second.connect_over(link, d);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in ibv_modify_qp
+    const auto all_succeed = [&](int k) {
+        for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    };
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = static_cast<std::uint64_t>(i);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        post(q.qp, wr);
+        if (i % 32 == 31)
+            all_succeed(32);
+    }
+    all_succeed(n % 32);
+    const double took = now_s() - t0;
+    link.sync(2);
+    pass("%d Sends acknowledged in %.1f s while the server connected a QP", n, took);
+}
+
 // ---- hold --------------------------------------------------------------------------------------
 
 void hold_test(std::uint64_t mib) {
@@ -1090,7 +1152,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|hold [SERVER]\n");
     std::exit(2);
 }
 
@@ -1133,6 +1195,8 @@ int main(int argc, char** argv) {
         peer_test(server, port, count, Leave::with_exit);
     else if (t == "slowreg")
         slowreg_test(server, port, count);
+    else if (t == "slowconn")
+        slowconn_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
