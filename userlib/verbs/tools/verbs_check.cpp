@@ -65,6 +65,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -1016,68 +1017,16 @@ void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
          ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
-// ---- slowreg ------------------------------------------------------------------------------------
+// ---- slowreg, slowconn
+// ---------------------------------------------------------------------------
 
-void slowreg_test(const char* server, int port, std::uint64_t count) {
-    Link link(server, port);
-    Dev d;
-    Qp q(d, 64, 256);
-    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
-    constexpr std::size_t kMsg = 64;
-    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
-    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (g_server)
-        for (int i = 0; i < n; ++i)
-            post_recv(q.qp, static_cast<std::uint64_t>(i),
-                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
-    q.connect_over(link, d);
-    link.sync(1);
-    if (g_server) {
-        // Only this registration is slow (the variable is read at each pin).
-        std::vector<unsigned char> more(1 << 20, 1);
-        ::setenv("TCA_FAKE_PIN_DELAY_MS", "6000", 1);
-        const double t0 = now_s();
-        ibv_mr* slow = d.reg(more.data(), more.size(), IBV_ACCESS_LOCAL_WRITE);
-        const double took = now_s() - t0;
-        ::unsetenv("TCA_FAKE_PIN_DELAY_MS");
-        const auto wcs = wait_wc(d.cq, n, 30);
-        for (const ibv_wc& wc : wcs)
-            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
-                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
-        ibv_dereg_mr(slow);
-        link.sync(2);
-        pass("ibv_reg_mr took %.1f s; %d messages received", took, n);
-        return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in ibv_reg_mr
-    const auto all_succeed = [&](int k) {
-        for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
-            if (wc.status != IBV_WC_SUCCESS)
-                fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
-    };
-    const double t0 = now_s();
-    for (int i = 0; i < n; ++i) {
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
-        ibv_send_wr wr{};
-        wr.wr_id = static_cast<std::uint64_t>(i);
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        post(q.qp, wr);
-        if (i % 32 == 31)
-            all_succeed(32);
-    }
-    all_succeed(n % 32);
-    const double took = now_s() - t0;
-    link.sync(2);
-    pass("%d Sends acknowledged in %.1f s while the server was in ibv_reg_mr", n, took);
-}
-
-// ---- slowconn
-// ------------------------------------------------------------------------------------
-
-void slowconn_test(const char* server, int port, std::uint64_t count) {
+// The server's main thread spends seconds in one verb (`slow`, which says
+// what it did) while the client sends up to COUNT messages on an RC QP:
+// every Send must complete with success, i.e. the server's library
+// acknowledged them meanwhile. `second` is a QP both sides may connect.
+void slow_verb_test(const char* server, int port, std::uint64_t count,
+                    const std::function<std::string(Link&, Dev&, Qp& second)>& slow,
+                    const std::function<void(Link&, Dev&, Qp& second)>& client_first) {
     Link link(server, port);
     Dev d;
     Qp q(d, 64, 256);
@@ -1093,22 +1042,19 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
     q.connect_over(link, d);
     link.sync(1);
     if (g_server) {
-        // Only the allocations of this connection are slow.
-        ::setenv("TCA_FAKE_ALLOC_DELAY_MS", "6000", 1);
         const double t0 = now_s();
-        second.connect_over(link, d);
+        const std::string what = slow(link, d, second);
         const double took = now_s() - t0;
-        ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
         const auto wcs = wait_wc(d.cq, n, 30);
         for (const ibv_wc& wc : wcs)
             if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
                 fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
         link.sync(2);
-        pass("connecting a QP took %.1f s; %d messages received", took, n);
+        pass("%s took %.1f s; %d messages received", what.c_str(), took, n);
         return;
     }
-    second.connect_over(link, d);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in ibv_modify_qp
+    client_first(link, d, second);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in the verb
     const auto all_succeed = [&](int k) {
         for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
             if (wc.status != IBV_WC_SUCCESS)
@@ -1130,7 +1076,35 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
     all_succeed(n % 32);
     const double took = now_s() - t0;
     link.sync(2);
-    pass("%d Sends acknowledged in %.1f s while the server connected a QP", n, took);
+    pass("%d Sends acknowledged in %.1f s while the server was in a slow verb", n, took);
+}
+
+// ibv_reg_mr held by the fake's PIN (the variable is read at each pin).
+void slowreg_test(const char* server, int port, std::uint64_t count) {
+    slow_verb_test(
+        server, port, count,
+        [](Link&, Dev& d, Qp&) {
+            std::vector<unsigned char> more(1 << 20, 1);
+            ::setenv("TCA_FAKE_PIN_DELAY_MS", "6000", 1);
+            ibv_mr* slow = d.reg(more.data(), more.size(), IBV_ACCESS_LOCAL_WRITE);
+            ::unsetenv("TCA_FAKE_PIN_DELAY_MS");
+            ibv_dereg_mr(slow);
+            return std::string("ibv_reg_mr");
+        },
+        [](Link&, Dev&, Qp&) {});
+}
+
+// ibv_modify_qp to RTR held by the fake's ALLOC of the peer's staging copy.
+void slowconn_test(const char* server, int port, std::uint64_t count) {
+    slow_verb_test(
+        server, port, count,
+        [](Link& link, Dev& d, Qp& second) {
+            ::setenv("TCA_FAKE_ALLOC_DELAY_MS", "6000", 1);
+            second.connect_over(link, d);
+            ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
+            return std::string("connecting a QP");
+        },
+        [](Link& link, Dev& d, Qp& second) { second.connect_over(link, d); });
 }
 
 // ---- hold --------------------------------------------------------------------------------------
