@@ -673,6 +673,12 @@ static struct peach2_run *peach2_chan_retire(struct peach2_dma_chan *c,
 	return run;
 }
 
+/* STATUS @st says the run has ended (all ones: the card is gone). */
+static bool peach2_chan_ended(u32 st)
+{
+	return st != U32_MAX && st & PEACH2_DMA_ST_ENDED;
+}
+
 /*
  * The channel ended with STATUS @st: collect its bytes, clear STATUS and the
  * interrupt (in that order, so that the next run's end raises a new one),
@@ -706,7 +712,7 @@ static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
 	u32 st;
 
 	st = peach2_dmac_status(p2, c->idx);
-	if (st == U32_MAX || !(st & PEACH2_DMA_ST_ENDED)) {
+	if (!peach2_chan_ended(st)) {
 		writel(PEACH2_INT_DMA(c->idx), p2->regs + PEACH2_REG_INT_STATUS);
 		return NULL;
 	}
@@ -875,7 +881,7 @@ static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
 		local_irq_save(flags);
 		peach2_chan_start(c, run);
 		st = peach2_dmac_status(p2, ch);
-		if (st != U32_MAX && st & PEACH2_DMA_ST_ENDED)
+		if (peach2_chan_ended(st))
 			*ended = peach2_chan_reap_ended(c, st, status, bytes);
 		local_irq_restore(flags);
 	} else {
