@@ -163,10 +163,7 @@ static int do_pin(struct peach2_pin *p)
 	for (uint64_t a = first; a < last; a += page)
 		if (mincore((void *)(uintptr_t)a, page, &vec) != 0)
 			return -EFAULT;
-	/* A driver that waits for the user's quarantined memory (verbs_check slowreg). */
-	const char *delay = getenv("TCA_FAKE_PIN_DELAY_MS");
-	if (delay)
-		usleep((useconds_t)strtoul(delay, NULL, 0) * 1000);
+	fake_env_delay("TCA_FAKE_PIN_DELAY_MS");
 	struct fake_alloc *f;
 	int rc = fake_reserve(size, &f);
 	if (rc)

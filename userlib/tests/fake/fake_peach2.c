@@ -147,12 +147,16 @@ int fake_reserve(uint64_t size, struct fake_alloc **out)
 	return 0;
 }
 
+void fake_env_delay(const char *var)
+{
+	const char *ms = getenv(var);
+	if (ms)
+		usleep((useconds_t)strtoul(ms, NULL, 0) * 1000);
+}
+
 static int do_alloc(struct peach2_alloc *a)
 {
-	/* A driver that waits for the user's quarantined memory (verbs_check slowconn). */
-	const char *delay = getenv("TCA_FAKE_ALLOC_DELAY_MS");
-	if (delay)
-		usleep((useconds_t)strtoul(delay, NULL, 0) * 1000);
+	fake_env_delay("TCA_FAKE_ALLOC_DELAY_MS");
 	struct fake_alloc *f;
 	int rc = fake_reserve(a->size, &f);
 	if (rc)

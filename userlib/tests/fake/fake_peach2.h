@@ -35,6 +35,9 @@ int fake_mem_fd(void);
 void *fake_shared_table(const char *kind, uint32_t node, uint64_t size);
 /* Whether process @pid (the owner of a table entry) still lives. */
 int fake_alive(int32_t pid);
+/* Sleep $@var milliseconds if it is set: a driver that waits for the
+ * user's quarantined memory (verbs_check slowreg, slowconn). */
+void fake_env_delay(const char *var);
 
 int fake_is_dma_ioctl(unsigned long req);
 /* 0 or -errno, like the driver. */
