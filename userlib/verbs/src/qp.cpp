@@ -235,12 +235,10 @@ void Qp::prepare_connect(const ibv_qp_attr& a, Connection* c) const {
             wire::kCtrlBytes + std::uint64_t{info.ll_slots} * wire::kLlSlot + info.hb_bytes) {
         log_error("QP %#x: QP %#x on node %u is not an RC QP of this library", qpn_, a.dest_qp_num,
                   node);
-        c->peer.close();
         c->rc = EINVAL;
         return;
     }
     if (int rc = c->stage.alloc(c->peer.size())) {
-        c->peer.close();
         c->rc = to_errno(rc);
         return;
     }

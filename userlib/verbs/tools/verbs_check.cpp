@@ -1017,8 +1017,7 @@ void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
          ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
-// ---- slowreg, slowconn
-// ---------------------------------------------------------------------------
+// ---- slowreg, slowconn --------------------------------------------------------------------------
 
 // The server's main thread spends seconds in one verb (`slow`, which says
 // what it did) while the client sends up to COUNT messages on an RC QP:
