@@ -1252,6 +1252,7 @@ static int peach2_dma_start_valid(const struct peach2_dma_start *req)
 	    req->flags & ~PEACH2_DMA_FLAGS_ALL ||
 	    (req->flags & PEACH2_DMA_HOST_DESC &&
 	     req->flags & PEACH2_DMA_REG_MODE) ||
+	    (req->flags & PEACH2_DMA_WAIT && req->flags & PEACH2_DMA_REAP) ||
 	    (req->channel >= PEACH2_DMA_CHANNELS &&
 	     req->channel != PEACH2_DMA_ANY_CHANNEL))
 		return -EINVAL;
@@ -1259,7 +1260,7 @@ static int peach2_dma_start_valid(const struct peach2_dma_start *req)
 		return -EINVAL;
 	/* A chain's descriptor mode was chosen at CHAIN_CREATE. */
 	if (req->chain && (req->count || req->xfers ||
-			   req->flags & ~PEACH2_DMA_WAIT))
+			   req->flags & ~(PEACH2_DMA_WAIT | PEACH2_DMA_REAP)))
 		return -EINVAL;
 	return 0;
 }
@@ -1408,7 +1409,8 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 	struct peach2_xfer_refusal why = { 0 };
 	struct peach2_dma_start req;
 	struct peach2_run *run;
-	bool wait;
+	bool wait, reap;
+	u64 bytes;
 	int ret;
 
 	if (copy_from_user(&req, argp, sizeof(req)))
@@ -1417,6 +1419,7 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 	if (ret)
 		return ret;
 	wait = req.flags & PEACH2_DMA_WAIT;
+	reap = req.flags & PEACH2_DMA_REAP;
 
 	run = peach2_run_new(ctx, &req, &why);
 	if (IS_ERR(run))
@@ -1427,25 +1430,26 @@ long peach2_ioctl_dma_start(struct peach2_file *ctx, void __user *argp)
 		goto err_run;
 	req.ticket = run->ticket;
 	req.status = 0;
-	if (wait)
-		kref_get(&run->ref);	/* ours, while we wait */
+	kref_get(&run->ref);	/* ours, until we return */
 	ret = peach2_run_queue(ctx->p2, run, &req.channel);
 	if (ret) {
-		if (wait)
-			peach2_run_put(run);
+		peach2_run_put(run);
 		peach2_run_leave(ctx, run);
 		goto err_run;
 	}
 	/* From here on the run completes on its own. */
 
+	/* Ended in the start (peach2_chan_submit() reaped it): collect it. */
+	if (reap && READ_ONCE(run->done) &&
+	    peach2_run_claim(ctx, run, &req.status, &bytes))
+		req.flags |= PEACH2_DMA_ENDED;
 	if (copy_to_user(argp, &req, sizeof(req)))
 		ret = -EFAULT;
 	else if (wait)
 		ret = peach2_dma_start_wait(ctx, run, &req);
 	if (wait && !ret && copy_to_user(argp, &req, sizeof(req)))
 		ret = -EFAULT;
-	if (wait)
-		peach2_run_put(run);
+	peach2_run_put(run);
 	return ret;
 
 err_run:

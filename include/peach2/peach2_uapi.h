@@ -21,8 +21,9 @@
 
 #include "peach2_dma_rules.h" /* enum peach2_dma_rule, for the refusal report */
 
-#define PEACH2_ABI_VERSION 4 /* 2: DMA ioctls; 3: read proxy (export, get, atomics);
-			      * 4: pinned memory, names, LOOKUP (TCA Verbs) */
+#define PEACH2_ABI_VERSION 5 /* 2: DMA ioctls; 3: read proxy (export, get, atomics);
+			      * 4: pinned memory, names, LOOKUP (TCA Verbs);
+			      * 5: DMA_START reports a run that ended in it */
 
 #define PEACH2_DEV_PREFIX "peach2-" /* /dev/peach2-<n>, n = probe order */
 
@@ -171,7 +172,9 @@ peach2_xfer_spans(const struct peach2_xfer *x, __u64 *sspan, __u64 *dspan)
 #define PEACH2_DMA_REG_MODE    (1u << 0) /* register mode: exactly one descriptor */
 #define PEACH2_DMA_HOST_DESC   (1u << 1) /* descriptors in host memory, not on-card */
 #define PEACH2_DMA_WAIT        (1u << 2) /* return when done (or timeout_ms) */
-#define PEACH2_DMA_FLAGS_ALL   0x7u
+#define PEACH2_DMA_REAP        (1u << 3) /* DMA_START: collect a run that ended in it */
+#define PEACH2_DMA_FLAGS_ALL   0xfu
+#define PEACH2_DMA_ENDED       (1u << 4) /* out only: DMA_START collected the run */
 #define PEACH2_DMA_ANY_CHANNEL 0xffffffffu
 #define PEACH2_DMA_MAX_XFERS   4096u     /* transfers per submission or chain */
 
@@ -215,20 +218,26 @@ struct peach2_chain_destroy {
 	__u32 flags;          /* must be 0 */
 };
 
-/* Start a chain (chain != 0: count and xfers 0, flags only PEACH2_DMA_WAIT)
- * or a one-shot list of transfers (chain == 0: xfers/count as in
- * chain_create). Returns a ticket to wait on. With PEACH2_DMA_WAIT it also
- * waits and fills `status`; on -ETIMEDOUT or -EINTR the DMA goes on and
- * `ticket` is filled in all the same. timeout_ms must be 0 without WAIT. */
+/* Start a chain (chain != 0: count and xfers 0, flags only PEACH2_DMA_WAIT
+ * or PEACH2_DMA_REAP) or a one-shot list of transfers (chain == 0:
+ * xfers/count as in chain_create). Returns a ticket to wait on. With
+ * PEACH2_DMA_WAIT it also waits and fills `status`; on -ETIMEDOUT or -EINTR
+ * the DMA goes on and `ticket` is filled in all the same. timeout_ms must be
+ * 0 without WAIT.
+ * With PEACH2_DMA_REAP (not with WAIT) a run that has ended by the time the
+ * start returns is collected by it: `flags` comes back with PEACH2_DMA_ENDED
+ * added, `status` filled, and the ticket is not waited for (DMA_WAIT says
+ * ENOENT). A short run on an idle channel usually ends inside the start; a
+ * run without ENDED is waited for as usual. It saves a DMA_WAIT per run. */
 struct peach2_dma_start {
 	__u32 chain;          /* in: chain id, or 0 for xfers/count */
 	__u32 count;          /* in: one-shot: number of transfers */
 	__u64 xfers;          /* in: one-shot: user pointer to peach2_xfer[count] */
-	__u32 flags;          /* in: PEACH2_DMA_* */
+	__u32 flags;          /* in: PEACH2_DMA_*; out: PEACH2_DMA_ENDED added */
 	__u32 channel;        /* in: 0..3 or PEACH2_DMA_ANY_CHANNEL;
 			       * out: the channel the run was queued on */
 	__u32 timeout_ms;     /* in: with PEACH2_DMA_WAIT; 0 = no limit */
-	__u32 status;         /* out (WAIT): 0 done, else a peach2_err code */
+	__u32 status;         /* out (WAIT, ENDED): 0 done, else a peach2_err code */
 	__u64 ticket;         /* out: completion ticket, increasing per fd */
 	struct peach2_xfer_refusal refusal; /* out, on refusal: see above */
 	__u64 reserved;       /* must be 0 */

@@ -92,11 +92,14 @@ peach2_dma_start start_request(const DmaRun& r, const DmaMode& m, std::uint32_t 
     return req;
 }
 
-// One run. Waiting is a separate DMA_WAIT, not the driver's inline
-// PEACH2_DMA_WAIT: that would hold `order` for the whole wait and stall
-// every several-run start meanwhile. It costs one more system call.
+// One run. A run that ended inside the start (a short one on an idle
+// channel, usually) comes back collected (PEACH2_DMA_REAP -> ENDED): no
+// DMA_WAIT at all. Otherwise waiting is a separate DMA_WAIT, not the
+// driver's inline PEACH2_DMA_WAIT: that would hold `order` for the whole
+// wait and stall every several-run start meanwhile.
 int start_one(DmaStarter& s, const DmaRun& r, const DmaMode& m, tcaDmaTicket* t) {
     peach2_dma_start req = start_request(r, m, m.channel);
+    req.flags |= PEACH2_DMA_REAP;
     int rc;
     {
         std::shared_lock<std::shared_mutex> lock(s.order);
@@ -105,6 +108,10 @@ int start_one(DmaStarter& s, const DmaRun& r, const DmaMode& m, tcaDmaTicket* t)
     if (rc) {
         *t = tcaDmaTicket{};
         return driver_error(refusal_error(rc, req.refusal));
+    }
+    if (req.flags & PEACH2_DMA_ENDED) {
+        *t = tcaDmaTicket{req.ticket, 0, req.status};
+        return m.wait && t->status ? TCA_EDMA : 0;
     }
     *t = tcaDmaTicket{req.ticket, 1, 0};
     return m.wait ? collect_ticket(s.port, t, m.timeout_ms, false) : 0;

@@ -20,7 +20,8 @@ using namespace tca;
 namespace {
 
 // Plays the driver: tickets count up from 1; a run is done when the test
-// says so (or at once with auto_done); DMA_WAIT collects a done ticket once.
+// says so (or at once with auto_done: then, with reaps, a start that asks
+// PEACH2_DMA_REAP collects it); DMA_WAIT collects a done ticket once.
 class ScriptedDriver final : public DriverPort {
 public:
     struct Start {
@@ -30,6 +31,7 @@ public:
     std::vector<std::uint64_t> waits;             // tickets asked for, in order
     std::map<std::uint64_t, std::uint32_t> done;  // ticket -> status, uncollected
     bool auto_done = true;                        // runs end as soon as they start
+    bool reaps = false;  // ... and a start with PEACH2_DMA_REAP collects them (ENDED)
     std::uint32_t auto_status = 0;
     int fail_start = 0;     // the n-th start (1-based) fails ...
     int fail_rc = -ENOSPC;  // ... with this
@@ -45,8 +47,12 @@ public:
             if (fail_start && static_cast<int>(starts.size()) == fail_start)
                 return fail_rc;
             s->ticket = ++last;
-            if (auto_done)
+            if (auto_done && reaps && s->flags & PEACH2_DMA_REAP) {
+                s->flags |= PEACH2_DMA_ENDED;
+                s->status = auto_status;
+            } else if (auto_done) {
                 done[s->ticket] = auto_status;
+            }
             return 0;
         }
         if (req == PEACH2_IOC_DMA_WAIT) {
@@ -111,7 +117,8 @@ TEST(DmaRuns, OneRunNonBlocking) {
     tcaDmaTicket t{};
     ASSERT_EQ(0, start_runs(f.starter, runs, m, &t));
     ASSERT_EQ(1u, f.drv.starts.size());
-    EXPECT_EQ(PEACH2_DMA_HOST_DESC, f.drv.starts[0].flags);
+    EXPECT_EQ(PEACH2_DMA_HOST_DESC | PEACH2_DMA_REAP, f.drv.starts[0].flags)
+        << "a single run asks to be collected if it ends in its start";
     EXPECT_EQ(2u, f.drv.starts[0].channel);
     EXPECT_EQ(3u, f.drv.starts[0].count);
     EXPECT_EQ(1u, t.next);
@@ -147,6 +154,44 @@ TEST(DmaRuns, OneRunBlockingStartsThenWaits) {
     f.drv.auto_status = PEACH2_ERR_DMA_ABORTED;
     EXPECT_EQ(TCA_EDMA, start_runs(f.starter, runs, m, &t));
     EXPECT_EQ(static_cast<std::uint32_t>(PEACH2_ERR_DMA_ABORTED), t.status);
+}
+
+TEST(DmaRuns, RunEndedInItsStartNeedsNoWait) {
+    Fixture f;
+    f.drv.reaps = true;
+    const auto v = entries(1);
+    const auto runs = split_runs(v, false);
+    DmaMode m;
+    tcaDmaTicket t{};
+    ASSERT_EQ(0, start_runs(f.starter, runs, m, &t));  // non-blocking
+    EXPECT_EQ(1u, t.next);
+    EXPECT_EQ(0u, t.left) << "collected by the start";
+    EXPECT_EQ(0, collect_ticket(f.drv, &t, 0, true));
+    m.wait = true;
+    ASSERT_EQ(0, start_runs(f.starter, runs, m, &t));  // blocking
+    EXPECT_EQ(0u, t.left);
+    EXPECT_TRUE(f.drv.waits.empty()) << "no DMA_WAIT for a run the start collected";
+
+    // A card error travels in the ticket: at once when blocking, at the wait if not.
+    f.drv.auto_status = PEACH2_ERR_LINK_DOWN;
+    EXPECT_EQ(TCA_EDMA, start_runs(f.starter, runs, m, &t));
+    EXPECT_EQ(static_cast<std::uint32_t>(PEACH2_ERR_LINK_DOWN), t.status);
+    m.wait = false;
+    ASSERT_EQ(0, start_runs(f.starter, runs, m, &t));
+    EXPECT_EQ(0u, t.left);
+    EXPECT_EQ(TCA_EDMA, collect_ticket(f.drv, &t, 0, true));
+    EXPECT_EQ(static_cast<std::uint32_t>(PEACH2_ERR_LINK_DOWN), t.status);
+    EXPECT_TRUE(f.drv.waits.empty());
+
+    // Several runs keep consecutive tickets: none is collected by its start.
+    f.drv.auto_status = 0;
+    const auto v3 = entries(3);
+    const auto runs3 = split_runs(v3, true);
+    ASSERT_EQ(0, start_runs(f.starter, runs3, m, &t));
+    for (std::size_t i = 4; i < f.drv.starts.size(); ++i)
+        EXPECT_EQ(0u, f.drv.starts[i].flags & PEACH2_DMA_REAP);
+    EXPECT_EQ(3u, t.left);
+    EXPECT_EQ(0, collect_ticket(f.drv, &t, 0, true));
 }
 
 TEST(DmaRuns, BlockingTimeoutLeavesAValidTicket) {
@@ -276,7 +321,7 @@ TEST(DmaRuns, ChainRunsCarryOnlyTheChain) {
     ASSERT_EQ(2u, f.drv.starts.size());
     EXPECT_EQ(11u, f.drv.starts[0].chain);
     EXPECT_EQ(12u, f.drv.starts[1].chain);
-    EXPECT_EQ(0u, f.drv.starts[0].flags);
+    EXPECT_EQ(0u, f.drv.starts[0].flags) << "several runs: no REAP, no descriptor mode";
     EXPECT_EQ(0u, f.drv.starts[0].count);
 }
 

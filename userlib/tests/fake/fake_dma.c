@@ -5,7 +5,8 @@
  * of this fd, ranges, one chunk for block-stride and immediates, register
  * mode = one descriptor, 1024 on-card descriptors), then the copy at once,
  * inside the ioctl, through the window mapping (every node's memory at its
- * global address). A ticket is therefore complete as soon as it exists.
+ * global address). A ticket is therefore complete as soon as it exists (and
+ * a start with PEACH2_DMA_REAP always comes back ENDED).
  * A refused transfer is named in the request's `refusal`, as the driver does.
  * What it cannot model: timing, concurrency, card errors, poll().
  */
@@ -294,12 +295,13 @@ static int dma_start(struct peach2_dma_start *s)
 	uint64_t descs;
 	if (s->reserved || s->refusal.bad_xfer || s->refusal.bad_rule || (s->flags & ~PEACH2_DMA_FLAGS_ALL) ||
 	    (s->flags & modes) == modes ||
+	    ((s->flags & PEACH2_DMA_WAIT) && (s->flags & PEACH2_DMA_REAP)) ||
 	    (s->channel >= PEACH2_DMA_CHANNELS && s->channel != PEACH2_DMA_ANY_CHANNEL) ||
 	    (!(s->flags & PEACH2_DMA_WAIT) && s->timeout_ms))
 		return -EINVAL;
 	if (s->chain) {
 		struct fake_chain *c = find_chain(s->chain);
-		if (s->count || s->xfers || (s->flags & ~PEACH2_DMA_WAIT))
+		if (s->count || s->xfers || (s->flags & ~(PEACH2_DMA_WAIT | PEACH2_DMA_REAP)))
 			return -EINVAL;
 		if (!c)
 			return -ENOENT;
@@ -312,7 +314,9 @@ static int dma_start(struct peach2_dma_start *s)
 	}
 	s->ticket = ++last_ticket;
 	s->status = 0;
-	if (!(s->flags & PEACH2_DMA_WAIT))
+	if (s->flags & PEACH2_DMA_REAP)
+		s->flags |= PEACH2_DMA_ENDED; /* every run ends inside the start */
+	else if (!(s->flags & PEACH2_DMA_WAIT))
 		remember(s->ticket);
 	return 0;
 }
