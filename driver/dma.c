@@ -31,9 +31,10 @@
  * finished run's descriptors and buffers and reports it to its file. A
  * run that has already ended when its start returns (short runs do on the
  * emulated card) is reaped by the start itself, the same way, and its
- * interrupt then wakes no thread (peach2_dma_irq()). A
- * per-channel watchdog aborts a run that makes no progress for
- * dma_timeout_ms, so nothing waits forever on a wedged card.
+ * interrupt then wakes no thread (peach2_dma_irq()). A per-channel
+ * watchdog watches a run that outlasts its start and aborts it after
+ * dma_timeout_ms without progress, so nothing waits forever on a wedged
+ * card.
  */
 
 #include <linux/bitmap.h>
@@ -75,6 +76,13 @@ enum peach2_prog_mode {
 	PEACH2_PROG_REG,		/* the channel's registers */
 };
 
+/*
+ * Most runs are one or two transfers of a few descriptors (a Verbs packet,
+ * a put and its completion word): their arrays live inside the prog, so a
+ * run costs no allocation beyond the prog itself.
+ */
+#define PEACH2_PROG_SMALL 4		/* descriptors, and transfers */
+
 /* Built descriptors and the buffers they touch. */
 struct peach2_prog {
 	struct peach2_file *ctx;	/* charged for nr_desc */
@@ -86,7 +94,23 @@ struct peach2_prog {
 	dma_addr_t host_dma;
 	u32 nr_bufs;
 	struct peach2_buf **bufs;	/* one reference each */
+	struct peach2_desc small_descs[PEACH2_PROG_SMALL];
+	struct peach2_buf *small_bufs[2 * PEACH2_PROG_SMALL];
+	u16 small_slots[PEACH2_PROG_SMALL];
 };
+
+/* @n elements of @size for @prog: its own @small array when they fit. */
+static void *peach2_prog_array(void *small, size_t small_n, size_t n,
+			       size_t size)
+{
+	return n <= small_n ? small : kvmalloc_array(n, size, GFP_KERNEL);
+}
+
+static void peach2_prog_array_free(void *array, const void *small)
+{
+	if (array != small)
+		kvfree(array);
+}
 
 struct peach2_chain {
 	struct peach2_prog *prog;
@@ -107,6 +131,65 @@ struct peach2_run {
 	bool done;
 };
 
+/* ---- host descriptor arrays ---------------------------------------------- */
+
+/*
+ * A coherent array of @size bytes for host descriptors. Up to a page comes
+ * from the card's kept pages when there is one (allocating is most of a
+ * short run's cost in a TCG guest), else a page is allocated.
+ */
+static void *peach2_desc_array_alloc(struct peach2_dev *p2, size_t size,
+				     dma_addr_t *dma)
+{
+	struct peach2_desc_page page = { NULL };
+
+	if (size > PAGE_SIZE)
+		return dma_alloc_coherent(&p2->pdev->dev, size, dma,
+					  GFP_KERNEL | __GFP_NOWARN);
+	spin_lock(&p2->desc_pages_lock);
+	if (p2->nr_desc_pages)
+		page = p2->desc_pages[--p2->nr_desc_pages];
+	spin_unlock(&p2->desc_pages_lock);
+	if (page.cpu) {
+		*dma = page.dma;
+		return page.cpu;
+	}
+	return dma_alloc_coherent(&p2->pdev->dev, PAGE_SIZE, dma,
+				  GFP_KERNEL | __GFP_NOWARN);
+}
+
+static void peach2_desc_array_free(struct peach2_dev *p2, void *cpu,
+				   dma_addr_t dma, size_t size)
+{
+	bool kept = false;
+
+	if (size > PAGE_SIZE) {
+		dma_free_coherent(&p2->pdev->dev, size, cpu, dma);
+		return;
+	}
+	spin_lock(&p2->desc_pages_lock);
+	if (p2->nr_desc_pages < PEACH2_DESC_PAGES_KEPT) {
+		p2->desc_pages[p2->nr_desc_pages++] =
+			(struct peach2_desc_page){ cpu, dma };
+		kept = true;
+	}
+	spin_unlock(&p2->desc_pages_lock);
+	if (!kept)
+		dma_free_coherent(&p2->pdev->dev, PAGE_SIZE, cpu, dma);
+}
+
+/* The card's struct device goes: free the kept pages. */
+void peach2_dma_release(struct peach2_dev *p2)
+{
+	while (p2->nr_desc_pages) {
+		struct peach2_desc_page *page =
+			&p2->desc_pages[--p2->nr_desc_pages];
+
+		dma_free_coherent(&p2->pdev->dev, PAGE_SIZE, page->cpu,
+				  page->dma);
+	}
+}
+
 /* ---- prog: checking and building ---------------------------------------- */
 
 static void peach2_prog_free(struct peach2_prog *prog)
@@ -123,17 +206,16 @@ static void peach2_prog_free(struct peach2_prog *prog)
 			__clear_bit(prog->slots[i], p2->desc_map);
 		p2->desc_used -= prog->nr_desc;
 		mutex_unlock(&p2->desc_lock);
-		kfree(prog->slots);
+		peach2_prog_array_free(prog->slots, prog->small_slots);
 	}
 	if (prog->host)
-		dma_free_coherent(&p2->pdev->dev,
-				  prog->nr_desc * sizeof(*prog->host),
-				  prog->host, prog->host_dma);
+		peach2_desc_array_free(p2, prog->host, prog->host_dma,
+				       prog->nr_desc * sizeof(*prog->host));
 	atomic_sub(prog->nr_desc, &prog->ctx->dma_descs);
 	for (i = 0; i < prog->nr_bufs; i++)
 		peach2_buf_put(prog->bufs[i]);
-	kvfree(prog->bufs);
-	kvfree(prog->descs);
+	peach2_prog_array_free(prog->bufs, prog->small_bufs);
+	peach2_prog_array_free(prog->descs, prog->small_descs);
 	kfree(prog);
 }
 
@@ -376,8 +458,9 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 	else
 		prog->mode = PEACH2_PROG_CARD;
 
-	prog->bufs = kvmalloc_array(2 * count, sizeof(*prog->bufs),
-				    GFP_KERNEL);
+	prog->bufs = peach2_prog_array(prog->small_bufs,
+				       ARRAY_SIZE(prog->small_bufs), 2 * count,
+				       sizeof(*prog->bufs));
 	if (!prog->bufs) {
 		ret = -ENOMEM;
 		goto err;
@@ -393,7 +476,9 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 	}
 	prog->nr_desc = total;
 
-	prog->descs = kvmalloc_array(total, sizeof(*prog->descs), GFP_KERNEL);
+	prog->descs = peach2_prog_array(prog->small_descs,
+					ARRAY_SIZE(prog->small_descs), total,
+					sizeof(*prog->descs));
 	if (!prog->descs) {
 		ret = -ENOMEM;
 		goto err;
@@ -431,15 +516,16 @@ static int peach2_prog_place_card(struct peach2_prog *prog)
 			prog->nr_desc);
 		return -ENOSPC;
 	}
-	prog->slots = kmalloc_array(prog->nr_desc, sizeof(*prog->slots),
-				    GFP_KERNEL);
+	prog->slots = peach2_prog_array(prog->small_slots,
+					ARRAY_SIZE(prog->small_slots),
+					prog->nr_desc, sizeof(*prog->slots));
 	if (!prog->slots)
 		return -ENOMEM;
 
 	mutex_lock(&p2->desc_lock);
 	if (PEACH2_DESC_MAX - p2->desc_used < prog->nr_desc) {
 		mutex_unlock(&p2->desc_lock);
-		kfree(prog->slots);
+		peach2_prog_array_free(prog->slots, prog->small_slots);
 		prog->slots = NULL;
 		dev_dbg(&p2->pdev->dev, "%u descriptors wanted, %u slots free\n",
 			prog->nr_desc, PEACH2_DESC_MAX - p2->desc_used);
@@ -464,14 +550,15 @@ static int peach2_prog_place_card(struct peach2_prog *prog)
 			next = 0;
 			flags = PEACH2_DESC_LAST;
 		}
+		/* Four 8-byte writes: {len, burst | gap} and {next, flags}
+		 * are adjacent pairs (each MMIO write is a VM exit).
+		 */
 		writeq(d->src, slot + offsetof(struct peach2_desc, src));
 		writeq(d->dst, slot + offsetof(struct peach2_desc, dst));
-		writel(d->len, slot + offsetof(struct peach2_desc, len));
-		writel(d->burst | (u32)d->gap << 16,
-		       slot + offsetof(struct peach2_desc, burst));
-		writel(next, slot + offsetof(struct peach2_desc, next));
-		writel(d->flags | flags,
-		       slot + offsetof(struct peach2_desc, flags));
+		writeq((u64)(d->burst | (u32)d->gap << 16) << 32 | d->len,
+		       slot + offsetof(struct peach2_desc, len));
+		writeq((u64)(d->flags | flags) << 32 | next,
+		       slot + offsetof(struct peach2_desc, next));
 	}
 	return 0;
 }
@@ -485,15 +572,18 @@ static int peach2_prog_place_host(struct peach2_prog *prog)
 	u32 i, next, flags;
 	u64 end;
 
-	prog->host = dma_alloc_coherent(dev, size, &prog->host_dma,
-					GFP_KERNEL | __GFP_NOWARN);
+	prog->host = peach2_desc_array_alloc(p2, size, &prog->host_dma);
 	if (!prog->host)
 		return -ENOMEM;
 	end = (u64)prog->host_dma + size;
 	if (prog->host_dma % 16 || end > BIT_ULL(32)) {
 		dev_warn_ratelimited(dev, "descriptor array at %pad is not addressable by the card\n",
 				     &prog->host_dma);
-		return -ENOMEM;		/* freed with the prog */
+		/* Not into the kept pages: the next run would get it again. */
+		dma_free_coherent(dev, max_t(size_t, size, PAGE_SIZE),
+				  prog->host, prog->host_dma);
+		prog->host = NULL;
+		return -ENOMEM;
 	}
 	for (i = 0; i < prog->nr_desc; i++) {
 		if (i + 1 < prog->nr_desc) {
@@ -528,7 +618,7 @@ static int peach2_prog_place(struct peach2_prog *prog)
 		return 0;		/* keeps its one descriptor */
 	}
 	if (!ret) {
-		kvfree(prog->descs);
+		peach2_prog_array_free(prog->descs, prog->small_descs);
 		prog->descs = NULL;
 	}
 	return ret;
@@ -618,14 +708,28 @@ static void peach2_run_finish(struct peach2_run *run, u32 status, u64 bytes)
 	peach2_run_put(run);
 }
 
+/* Watch the current run. Channel lock held. */
 static void peach2_chan_wd_arm(struct peach2_dma_chan *c)
 {
 	unsigned int ms = max(READ_ONCE(peach2_dma_timeout_ms), 100u);
 
+	c->wd_armed = true;
 	mod_delayed_work(system_wq, &c->watchdog, msecs_to_jiffies(ms));
 }
 
-/* Program the channel and start @run. Channel lock held, channel idle. */
+/* Nothing left to watch. Channel lock held. */
+static void peach2_chan_wd_disarm(struct peach2_dma_chan *c)
+{
+	if (!c->wd_armed)
+		return;		/* a timer operation less per short run */
+	c->wd_armed = false;
+	cancel_delayed_work(&c->watchdog);
+}
+
+/*
+ * Program the channel and start @run. Channel lock held, channel idle. The
+ * caller arms the watchdog, unless the run ended inside its start.
+ */
 static void peach2_chan_start(struct peach2_dma_chan *c,
 			      struct peach2_run *run)
 {
@@ -646,7 +750,6 @@ static void peach2_chan_start(struct peach2_dma_chan *c,
 	c->cur = run;
 	c->wd_bytes = 0;
 	c->wd_descs = 0;
-	peach2_chan_wd_arm(c);
 }
 
 /*
@@ -667,8 +770,9 @@ static struct peach2_run *peach2_chan_retire(struct peach2_dma_chan *c,
 		list_del(&next->node);
 		c->nr_queued--;
 		peach2_chan_start(c, next);
+		peach2_chan_wd_arm(c);
 	} else {
-		cancel_delayed_work(&c->watchdog);
+		peach2_chan_wd_disarm(c);
 	}
 	return run;
 }
@@ -781,6 +885,7 @@ static void peach2_dma_watchdog(struct work_struct *work)
 	u64 bytes = 0;
 
 	mutex_lock(&c->lock);
+	c->wd_armed = false;	/* it ran; re-armed below while progressing */
 	if (!c->cur || c->stopped)
 		goto out;
 	/* An end whose interrupt we have not seen (yet): take it now. */
@@ -860,7 +965,8 @@ static int peach2_chan_pick(struct peach2_dev *p2, u32 want)
  * (the emulated card moves a short run inside the CTRL write): then it is
  * reaped here, and *@ended is the run for the caller to finish (with
  * *@status and *@bytes) once it holds no lock. Local interrupts are off from
- * the start to the check, so that its interrupt cannot wake the thread first.
+ * the start to the check, so that its interrupt cannot wake the thread
+ * first; a run still going is watched.
  */
 static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
 			      struct peach2_run *run, struct peach2_run **ended,
@@ -884,6 +990,8 @@ static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
 		if (peach2_chan_ended(st))
 			*ended = peach2_chan_reap_ended(c, st, status, bytes);
 		local_irq_restore(flags);
+		if (c->cur == run)
+			peach2_chan_wd_arm(c);
 	} else {
 		list_add_tail(&run->node, &c->queue);
 		c->nr_queued++;
@@ -902,6 +1010,8 @@ void peach2_dma_init(struct peach2_dev *p2)
 	mutex_init(&p2->desc_lock);
 	bitmap_zero(p2->desc_map, PEACH2_DESC_MAX);
 	p2->desc_used = 0;
+	spin_lock_init(&p2->desc_pages_lock);
+	p2->nr_desc_pages = 0;
 	p2->cardmem = pcim_iomap_table(p2->pdev)[PEACH2_BAR_CARDMEM];
 
 	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
@@ -1079,12 +1189,21 @@ void peach2_dma_file_release(struct peach2_file *ctx)
 
 /* ---- ioctls ---------------------------------------------------------------- */
 
-static struct peach2_xfer *peach2_copy_xfers(u64 uptr, u32 count)
+/* The user's @count transfers in *@xfers: @small when they fit, else allocated. */
+static int peach2_copy_xfers(u64 uptr, u32 count, struct peach2_xfer *small,
+			     struct peach2_xfer **xfers)
 {
+	size_t len = array_size(count, sizeof(struct peach2_xfer));
+
 	if (!count || count > PEACH2_DMA_MAX_XFERS)
-		return ERR_PTR(-EINVAL);
-	return vmemdup_user(u64_to_user_ptr(uptr),
-			    array_size(count, sizeof(struct peach2_xfer)));
+		return -EINVAL;
+	if (count <= PEACH2_PROG_SMALL) {
+		*xfers = small;
+		return copy_from_user(small, u64_to_user_ptr(uptr), len) ?
+		       -EFAULT : 0;
+	}
+	*xfers = vmemdup_user(u64_to_user_ptr(uptr), len);
+	return PTR_ERR_OR_ZERO(*xfers);
 }
 
 /*
@@ -1107,16 +1226,17 @@ static struct peach2_prog *peach2_prog_create(struct peach2_file *ctx,
 					      u64 uptr, u32 count, u32 flags,
 					      struct peach2_xfer_refusal *why)
 {
+	struct peach2_xfer small[PEACH2_PROG_SMALL], *xfers;
 	struct peach2_dev *p2 = ctx->p2;
-	struct peach2_xfer *xfers;
 	struct peach2_prog *prog;
 	int ret;
 
-	xfers = peach2_copy_xfers(uptr, count);
-	if (IS_ERR(xfers))
-		return ERR_CAST(xfers);
+	ret = peach2_copy_xfers(uptr, count, small, &xfers);
+	if (ret)
+		return ERR_PTR(ret);
 	prog = peach2_prog_build(ctx, xfers, count, flags, why);
-	kvfree(xfers);
+	if (xfers != small)
+		kvfree(xfers);
 	if (IS_ERR(prog))
 		return prog;
 

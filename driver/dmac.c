@@ -28,8 +28,8 @@ static void __iomem *peach2_dmac_reg(struct peach2_dev *p2, unsigned int ch,
 /* Run the chain at @head: an on-card index, or a host address | HEAD_HOST. */
 void peach2_dmac_start_chain(struct peach2_dev *p2, unsigned int ch, u64 head)
 {
-	writel(lower_32_bits(head), peach2_dmac_reg(p2, ch, PEACH2_DMA_HEAD_LO));
-	writel(upper_32_bits(head), peach2_dmac_reg(p2, ch, PEACH2_DMA_HEAD_HI));
+	/* HEAD_LO and HEAD_HI in one 8-byte write (docs/hardware.md §4). */
+	writeq(head, peach2_dmac_reg(p2, ch, PEACH2_DMA_HEAD_LO));
 	writel(PEACH2_DMA_CTRL_START_CHAIN, peach2_dmac_reg(p2, ch, PEACH2_DMA_CTRL));
 }
 
@@ -37,13 +37,11 @@ void peach2_dmac_start_chain(struct peach2_dev *p2, unsigned int ch, u64 head)
 void peach2_dmac_start_reg(struct peach2_dev *p2, unsigned int ch,
 			   const struct peach2_desc *d)
 {
-	writel(lower_32_bits(d->src), peach2_dmac_reg(p2, ch, PEACH2_DMA_SRC_LO));
-	writel(upper_32_bits(d->src), peach2_dmac_reg(p2, ch, PEACH2_DMA_SRC_HI));
-	writel(lower_32_bits(d->dst), peach2_dmac_reg(p2, ch, PEACH2_DMA_DST_LO));
-	writel(upper_32_bits(d->dst), peach2_dmac_reg(p2, ch, PEACH2_DMA_DST_HI));
-	writel(d->len, peach2_dmac_reg(p2, ch, PEACH2_DMA_LEN));
-	writel(d->burst | (u32)d->gap << 16,
-	       peach2_dmac_reg(p2, ch, PEACH2_DMA_BLOCK));
+	/* Register pairs in 8-byte writes: an MMIO access each, not two. */
+	writeq(d->src, peach2_dmac_reg(p2, ch, PEACH2_DMA_SRC_LO));
+	writeq(d->dst, peach2_dmac_reg(p2, ch, PEACH2_DMA_DST_LO));
+	writeq((u64)(d->burst | (u32)d->gap << 16) << 32 | d->len,
+	       peach2_dmac_reg(p2, ch, PEACH2_DMA_LEN));
 	writel(d->flags, peach2_dmac_reg(p2, ch, PEACH2_DMA_FLAGS));
 	writel(PEACH2_DMA_CTRL_START_REG, peach2_dmac_reg(p2, ch, PEACH2_DMA_CTRL));
 }

@@ -148,6 +148,7 @@ static void peach2_dev_release(struct device *dev)
 	if (p2->inode)
 		peach2_inode_free(p2->inode);
 	peach2_rp_release(p2);
+	peach2_dma_release(p2);
 	pci_dev_put(p2->pdev);
 	kfree(p2);
 }

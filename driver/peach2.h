@@ -66,6 +66,13 @@ struct inode;
 #define PEACH2_BUF_SLOT_SHIFT	32
 #define PEACH2_MAX_HANDLE	((1u << 20) - 1)
 
+/*
+ * Host descriptor arrays of up to a page (128 descriptors: every Verbs run)
+ * are kept for the next run instead of going back to dma_free_coherent():
+ * at most this many per card (64 KiB), freed when the card goes.
+ */
+#define PEACH2_DESC_PAGES_KEPT	16
+
 /* ERR_STATUS bits 0..7 hold the code of the first (latched) error. */
 #define PEACH2_ERR_STATUS_CODE	GENMASK(7, 0)
 
@@ -111,6 +118,7 @@ struct peach2_dma_chan {
 	u64 errors;			/* runs ended with an error */
 	u64 wd_bytes;			/* progress the watchdog saw last */
 	u32 wd_descs;
+	bool wd_armed;			/* the watchdog is (or may be) pending */
 	struct delayed_work watchdog;
 };
 
@@ -288,6 +296,13 @@ struct peach2_dev {
 	struct mutex desc_lock;		/* protects desc_map, desc_used */
 	DECLARE_BITMAP(desc_map, PEACH2_DESC_MAX); /* on-card slots in use */
 	unsigned int desc_used;
+	/* Page-sized host descriptor arrays kept for reuse (dma.c). */
+	spinlock_t desc_pages_lock;
+	unsigned int nr_desc_pages;
+	struct peach2_desc_page {
+		void *cpu;
+		dma_addr_t dma;
+	} desc_pages[PEACH2_DESC_PAGES_KEPT];
 
 	struct peach2_rp rp;
 	struct peach2_names names;
@@ -455,6 +470,7 @@ int peach2_names_show(struct peach2_dev *p2, char *buf);
 /* dma.c */
 extern unsigned int peach2_dma_timeout_ms;
 void peach2_dma_init(struct peach2_dev *p2);
+void peach2_dma_release(struct peach2_dev *p2);
 int peach2_dma_setup_irqs(struct peach2_dev *p2);
 void peach2_dma_shutdown(struct peach2_dev *p2);
 void peach2_dma_file_init(struct peach2_file *ctx);
