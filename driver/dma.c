@@ -30,8 +30,10 @@
  * the next queued run and then, outside the channel lock, releases the
  * finished run's descriptors and buffers and reports it to its file. A
  * run that has already ended when its start returns (short runs do on the
- * emulated card) is reaped by the start itself, the same way, and its
- * interrupt then wakes no thread (peach2_dma_irq()). A per-channel
+ * emulated card) is reaped by the start itself, the same way: an idle
+ * channel keeps its INT_MASK bit set, so that run sends no message and
+ * costs no interrupt; the start unmasks the bit only for a run still going,
+ * and the channel masks it again when it falls idle. A per-channel
  * watchdog watches a run that outlasts its start and aborts it after
  * dma_timeout_ms without progress, so nothing waits forever on a wedged
  * card.
@@ -773,6 +775,8 @@ static struct peach2_run *peach2_chan_retire(struct peach2_dma_chan *c,
 		peach2_chan_wd_arm(c);
 	} else {
 		peach2_chan_wd_disarm(c);
+		/* Idle: masked until a run outlasts its start. */
+		peach2_int_mask_set(c->p2, PEACH2_INT_DMA(c->idx), true);
 	}
 	return run;
 }
@@ -825,10 +829,8 @@ static struct peach2_run *peach2_chan_reap(struct peach2_dma_chan *c,
 
 /*
  * The interrupt itself: wake the thread only if the channel's bit is still
- * set. A run that ended during its start was reaped there
- * (peach2_chan_submit()), with local interrupts off, and its message,
- * delivered right after, finds nothing to do: no thread wake-up and two
- * context switches less per short run.
+ * set. A message whose run was reaped meanwhile (by a start, or by the
+ * watchdog) finds nothing to do: no thread wake-up, no context switches.
  */
 static irqreturn_t peach2_dma_irq(int irq, void *data)
 {
@@ -964,16 +966,15 @@ static int peach2_chan_pick(struct peach2_dev *p2, u32 want)
  * started on an idle channel may have ended by the time the start returns
  * (the emulated card moves a short run inside the CTRL write): then it is
  * reaped here, and *@ended is the run for the caller to finish (with
- * *@status and *@bytes) once it holds no lock. Local interrupts are off from
- * the start to the check, so that its interrupt cannot wake the thread
- * first; a run still going is watched.
+ * *@status and *@bytes) once it holds no lock. An idle channel's interrupt
+ * is masked, so such a run sends no message at all; one still running is
+ * unmasked (a message comes at once if it ended in between) and watched.
  */
 static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
 			      struct peach2_run *run, struct peach2_run **ended,
 			      u32 *status, u64 *bytes)
 {
 	struct peach2_dma_chan *c = &p2->dma[ch];
-	unsigned long flags;
 	int ret = 0;
 	u32 st;
 
@@ -984,14 +985,14 @@ static int peach2_chan_submit(struct peach2_dev *p2, unsigned int ch,
 	} else if (c->wedged) {
 		ret = -EIO;
 	} else if (!c->cur) {
-		local_irq_save(flags);
 		peach2_chan_start(c, run);
 		st = peach2_dmac_status(p2, ch);
 		if (peach2_chan_ended(st))
 			*ended = peach2_chan_reap_ended(c, st, status, bytes);
-		local_irq_restore(flags);
-		if (c->cur == run)
+		if (c->cur == run) {
+			peach2_int_mask_set(p2, PEACH2_INT_DMA(ch), false);
 			peach2_chan_wd_arm(c);
+		}
 	} else {
 		list_add_tail(&run->node, &c->queue);
 		c->nr_queued++;
@@ -1077,7 +1078,7 @@ void peach2_dma_shutdown(struct peach2_dev *p2)
 	bool quiet = true;
 	LIST_HEAD(ended);
 
-	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
+	peach2_int_mask_all(p2);
 	for (ch = 0; ch < PEACH2_DMA_CHANNELS; ch++) {
 		struct peach2_dma_chan *c = &p2->dma[ch];
 

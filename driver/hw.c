@@ -24,6 +24,39 @@ u64 peach2_read64(struct peach2_dev *p2, u32 reg)
 }
 
 /*
+ * Mask (or unmask) the INT_MASK @bits. The register is written only when
+ * it changes: the DMA channels mask their bit while idle, so that a short
+ * run, which ends inside its start and is reaped there, costs no message
+ * and no interrupt (dma.c). Unmasking a bit that is set sends its message
+ * (docs/hardware.md §4), so nothing is lost in between.
+ */
+void peach2_int_mask_set(struct peach2_dev *p2, u32 bits, bool masked)
+{
+	unsigned long flags;
+	u32 mask;
+
+	spin_lock_irqsave(&p2->int_mask_lock, flags);
+	mask = masked ? p2->int_mask | bits : p2->int_mask & ~bits;
+	if (mask != p2->int_mask && !p2->int_mask_frozen) {
+		p2->int_mask = mask;
+		writel(mask, p2->regs + PEACH2_REG_INT_MASK);
+	}
+	spin_unlock_irqrestore(&p2->int_mask_lock, flags);
+}
+
+/* Teardown: every source masked, for good. */
+void peach2_int_mask_all(struct peach2_dev *p2)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&p2->int_mask_lock, flags);
+	p2->int_mask = U32_MAX;
+	p2->int_mask_frozen = true;
+	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
+	spin_unlock_irqrestore(&p2->int_mask_lock, flags);
+}
+
+/*
  * Tell the card's inbound filter about a range of our memory (PEACH2_IN_CMD_*).
  * The card applies remote and loopback writes only inside registered
  * ranges, so nothing but our buffers can be written through the window.

@@ -306,7 +306,7 @@ err_vectors:
 /* The DMA and read-proxy vectors are gone already. */
 static void peach2_teardown_irq(struct peach2_dev *p2)
 {
-	writel(U32_MAX, p2->regs + PEACH2_REG_INT_MASK);
+	peach2_int_mask_all(p2);
 	free_irq(p2->irq, p2);
 	pci_free_irq_vectors(p2->pdev);
 }
@@ -327,6 +327,8 @@ static struct peach2_dev *peach2_dev_new(struct pci_dev *pdev)
 	p2->pdev = pci_dev_get(pdev);
 	p2->minor = -1;
 	init_rwsem(&p2->lock);
+	spin_lock_init(&p2->int_mask_lock);
+	p2->int_mask = U32_MAX;		/* as the card resets */
 	mutex_init(&p2->in_lock);
 	mutex_init(&p2->fw_lock);
 	peach2_acct_init(p2);
@@ -437,8 +439,9 @@ static int peach2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_rp;
 	}
 
-	writel(~(PEACH2_INT_MISC | PEACH2_INT_DMA_ALL | peach2_rp_int_mask(p2)),
-	       p2->regs + PEACH2_REG_INT_MASK);
+	/* DMA channels unmask their bit while busy (dma.c). */
+	peach2_int_mask_set(p2, PEACH2_INT_MISC | peach2_rp_int_mask(p2),
+			    false);
 	peach2_rp_enable(p2);
 
 	peach2_fw_probe(p2);

@@ -247,6 +247,10 @@ struct peach2_dev {
 	struct pci_dev *pdev;		/* pci_dev_get()'d until release */
 	void __iomem *regs;		/* BAR0; valid while !dead */
 	void __iomem *cardmem;		/* BAR2: descriptor RAM, mailbox */
+	/* INT_MASK as last written (hw.c); frozen once teardown masked all. */
+	spinlock_t int_mask_lock;
+	u32 int_mask;
+	bool int_mask_frozen;
 	int minor;
 	int irq;			/* vector 0 */
 
@@ -389,6 +393,8 @@ struct peach2_acct {
 
 /* hw.c: register helpers; main.c exports nothing */
 u64 peach2_read64(struct peach2_dev *p2, u32 reg);
+void peach2_int_mask_set(struct peach2_dev *p2, u32 bits, bool masked);
+void peach2_int_mask_all(struct peach2_dev *p2);
 int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size);
 char peach2_port_name(u32 port);
 int peach2_format_link(u32 link, char *buf, size_t size);
