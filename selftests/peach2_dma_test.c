@@ -942,6 +942,81 @@ TEST_F(dma, start_reap_collects_an_ended_run)
 	ASSERT_EQ(1, wait_all_idle(10));
 }
 
+/*
+ * Interrupts of channel @ch so far (/proc/interrupts, every CPU), or -1
+ * when its line is missing.
+ */
+static long long chan_irqs(unsigned int ch)
+{
+	const char *dev = strrchr(dev_path(), '/');
+	char name[64], line[1024];
+	long long sum = -1;
+	FILE *f;
+
+	snprintf(name, sizeof(name), " %s-dma%u", dev ? dev + 1 : dev_path(),
+		 ch);
+	f = fopen("/proc/interrupts", "r");
+	if (!f)
+		return -1;
+	while (sum < 0 && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':'), *end;
+		long long n;
+
+		if (!p || !strstr(line, name))
+			continue;
+		for (sum = 0, p++;; p = end) {
+			n = strtoll(p, &end, 10);
+			if (end == p)
+				break;
+			sum += n;
+		}
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * An idle channel's interrupt is masked: a run that ends inside its start
+ * costs no interrupt at all; a run that outlasts its start still gets one.
+ */
+TEST_F(dma, short_runs_raise_no_interrupt)
+{
+	struct peach2_xfer x = xcopy(self->a.a.handle, 0, self->b.a.handle, 0,
+				     4096);
+	struct peach2_xfer many[256];
+	struct peach2_dma_start s;
+	long long before, after;
+	uint32_t status;
+	int i, ended = 0;
+
+	ASSERT_EQ(1, wait_all_idle(10));
+	before = chan_irqs(2);
+	ASSERT_LE(0, before);
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, start_xfers(self->fd, &x, 1, PEACH2_DMA_REAP, 2, 0,
+					 &s));
+		ASSERT_EQ(0, reaped_or_waited(self->fd, &s, &status));
+		ASSERT_EQ(0U, status);
+		ended += !!(s.flags & PEACH2_DMA_ENDED);
+	}
+	after = chan_irqs(2);
+	TH_LOG("100 runs of 4 KiB, %d ended in their start: %lld interrupts",
+	       ended, after - before);
+	ASSERT_EQ(100, ended);
+	ASSERT_EQ(before, after);
+
+	for (i = 0; i < 256; i++)
+		many[i] = xcopy(self->a.a.handle, 0, self->b.a.handle, 0,
+				BUF_SIZE);
+	ASSERT_EQ(0, start_xfers(self->fd, many, 256, PEACH2_DMA_REAP, 2, 0,
+				 &s));
+	ASSERT_EQ(0, reaped_or_waited(self->fd, &s, &status));
+	ASSERT_EQ(0U, status);
+	if (!(s.flags & PEACH2_DMA_ENDED))
+		ASSERT_LT(after, chan_irqs(2));
+	ASSERT_EQ(1, wait_all_idle(10));
+}
+
 TEST_F(dma, start_reports_the_channel_any_picked)
 {
 	struct peach2_xfer x = xcopy(self->a.a.handle, 0, self->b.a.handle, 0,
