@@ -399,10 +399,11 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
     std::uint64_t list_bytes = 0;
     for (const tcaDmaXfer& x : xfers)
         list_bytes += x.len;
-    // Small records by PIO, like the low-latency ring's packets: a DMA run
-    // costs the card's bottom half and an interrupt, ~100 us under TCG,
-    // where 1 KiB of stores takes ~10 us. Only behind a finished DMA, so that
-    // the record cannot overtake one of this QP's earlier runs.
+    // Small records by PIO, like the low-latency ring's packets: a short DMA
+    // run costs ~10 us of guest kernel time under TCG, as much as 1 KiB of
+    // stores (tca_bench crossover: the two meet between 768 B and 1 KiB).
+    // Only behind a finished DMA, so that the record cannot overtake one of
+    // this QP's earlier runs.
     if (loopback_ || (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader &&
                       dma_idle())) {
         // The same list by PIO: each tcaPut ends with a store fence, so
