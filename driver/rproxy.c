@@ -93,7 +93,13 @@
 #define PEACH2_RP_FAIL_WINDOW	HZ
 
 #define PEACH2_RP_CH		PEACH2_DMA_PROXY_CHANNEL
-#define PEACH2_RP_INTS		(PEACH2_INT_RP | PEACH2_INT_DMA(PEACH2_RP_CH))
+/*
+ * Unmasked for good: the request interrupt. The reply channel's bit is
+ * unmasked only while the thread waits for a reply run that outlasted its
+ * start (peach2_rp_wait()): most end inside it and need no message.
+ */
+#define PEACH2_RP_INTS		PEACH2_INT_RP
+#define PEACH2_RP_DMA_INT	PEACH2_INT_DMA(PEACH2_RP_CH)
 
 static unsigned int peach2_rp_ring_entries = 256;
 
@@ -852,7 +858,12 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 		if (time_after_eq(now, stall))
 			return "no progress";
 		until = time_before(stall, deadline) ? stall : deadline;
-		/* Woken by the channel's interrupt (or remove()), or timed out. */
+		/*
+		 * Woken by the channel's interrupt (or remove()), or timed
+		 * out. Unmasking sends the message at once if the run has
+		 * ended meanwhile; peach2_rp_run() masks the bit again.
+		 */
+		peach2_int_mask_set(p2, PEACH2_RP_DMA_INT, false);
 		wait_for_completion_timeout(&rp->dma_done, until - now);
 	}
 }
@@ -911,6 +922,7 @@ static u32 peach2_rp_run(struct peach2_dev *p2, u32 len, bool stoppable, u32 *do
 	if (code && st != U32_MAX)
 		*done = peach2_dmac_descs(p2, PEACH2_RP_CH);
 	peach2_dmac_ack(p2, PEACH2_RP_CH);
+	peach2_int_mask_set(p2, PEACH2_RP_DMA_INT, true);
 	return code;
 }
 
