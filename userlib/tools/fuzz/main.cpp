@@ -403,10 +403,12 @@ void Fuzzer::op_dma_start() {
     }
     if (!s.chain && coin(20))
         s.flags |= PEACH2_DMA_HOST_DESC;
+    if (coin(30))
+        s.flags |= PEACH2_DMA_REAP;  // with WAIT too now and then: refused
     if (coin(5))
         s.flags = static_cast<std::uint32_t>(garbage());
     if (call("DMA_START", f->fd, PEACH2_IOC_DMA_START, &s) == 0 || (errno == ETIMEDOUT && s.ticket))
-        if (!(s.flags & PEACH2_DMA_WAIT) && f->tickets.size() < 64)
+        if (!(s.flags & (PEACH2_DMA_WAIT | PEACH2_DMA_ENDED)) && f->tickets.size() < 64)
             f->tickets.push_back(s.ticket);
 }
 
