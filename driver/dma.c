@@ -136,28 +136,38 @@ struct peach2_run {
 /* ---- host descriptor arrays ---------------------------------------------- */
 
 /*
- * A coherent array of @size bytes for host descriptors. Up to a page comes
- * from the card's kept pages when there is one (allocating is most of a
- * short run's cost in a TCG guest), else a page is allocated.
+ * A coherent array of @size bytes for host descriptors, where the card can
+ * read them (16-byte aligned, below 4 GiB: `next` is 32 bits). Up to a page
+ * comes from the card's kept pages when there is one (allocating is most of
+ * a short run's cost in a TCG guest), else a page is allocated; a fresh
+ * array the card cannot address is freed at once, never kept.
  */
 static void *peach2_desc_array_alloc(struct peach2_dev *p2, size_t size,
 				     dma_addr_t *dma)
 {
 	struct peach2_desc_page page = { NULL };
+	struct device *dev = &p2->pdev->dev;
+	size_t bytes = max_t(size_t, size, PAGE_SIZE);
+	void *cpu;
 
-	if (size > PAGE_SIZE)
-		return dma_alloc_coherent(&p2->pdev->dev, size, dma,
-					  GFP_KERNEL | __GFP_NOWARN);
-	spin_lock(&p2->desc_pages_lock);
-	if (p2->nr_desc_pages)
-		page = p2->desc_pages[--p2->nr_desc_pages];
-	spin_unlock(&p2->desc_pages_lock);
-	if (page.cpu) {
-		*dma = page.dma;
-		return page.cpu;
+	if (size <= PAGE_SIZE) {
+		spin_lock(&p2->desc_pages_lock);
+		if (p2->nr_desc_pages)
+			page = p2->desc_pages[--p2->nr_desc_pages];
+		spin_unlock(&p2->desc_pages_lock);
+		if (page.cpu) {
+			*dma = page.dma;
+			return page.cpu;
+		}
 	}
-	return dma_alloc_coherent(&p2->pdev->dev, PAGE_SIZE, dma,
-				  GFP_KERNEL | __GFP_NOWARN);
+	cpu = dma_alloc_coherent(dev, bytes, dma, GFP_KERNEL | __GFP_NOWARN);
+	if (cpu && (*dma % 16 || (u64)*dma + bytes > BIT_ULL(32))) {
+		dev_warn_ratelimited(dev, "descriptor array at %pad is not addressable by the card\n",
+				     dma);
+		dma_free_coherent(dev, bytes, cpu, *dma);
+		return NULL;
+	}
+	return cpu;
 }
 
 static void peach2_desc_array_free(struct peach2_dev *p2, void *cpu,
@@ -557,7 +567,7 @@ static int peach2_prog_place_card(struct peach2_prog *prog)
 		 */
 		writeq(d->src, slot + offsetof(struct peach2_desc, src));
 		writeq(d->dst, slot + offsetof(struct peach2_desc, dst));
-		writeq((u64)(d->burst | (u32)d->gap << 16) << 32 | d->len,
+		writeq(peach2_desc_len_block(d),
 		       slot + offsetof(struct peach2_desc, len));
 		writeq((u64)(d->flags | flags) << 32 | next,
 		       slot + offsetof(struct peach2_desc, next));
@@ -565,28 +575,16 @@ static int peach2_prog_place_card(struct peach2_prog *prog)
 	return 0;
 }
 
-/* Host: one coherent array (below 4 GiB: `next` is 32 bits), linked. */
+/* Host: one coherent array the card can address, linked. */
 static int peach2_prog_place_host(struct peach2_prog *prog)
 {
 	struct peach2_dev *p2 = prog->ctx->p2;
-	struct device *dev = &p2->pdev->dev;
 	size_t size = prog->nr_desc * sizeof(*prog->host);
 	u32 i, next, flags;
-	u64 end;
 
 	prog->host = peach2_desc_array_alloc(p2, size, &prog->host_dma);
 	if (!prog->host)
 		return -ENOMEM;
-	end = (u64)prog->host_dma + size;
-	if (prog->host_dma % 16 || end > BIT_ULL(32)) {
-		dev_warn_ratelimited(dev, "descriptor array at %pad is not addressable by the card\n",
-				     &prog->host_dma);
-		/* Not into the kept pages: the next run would get it again. */
-		dma_free_coherent(dev, max_t(size_t, size, PAGE_SIZE),
-				  prog->host, prog->host_dma);
-		prog->host = NULL;
-		return -ENOMEM;
-	}
 	for (i = 0; i < prog->nr_desc; i++) {
 		if (i + 1 < prog->nr_desc) {
 			next = prog->host_dma + (i + 1) * sizeof(*prog->host);

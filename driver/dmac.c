@@ -40,8 +40,7 @@ void peach2_dmac_start_reg(struct peach2_dev *p2, unsigned int ch,
 	/* Register pairs in 8-byte writes: an MMIO access each, not two. */
 	writeq(d->src, peach2_dmac_reg(p2, ch, PEACH2_DMA_SRC_LO));
 	writeq(d->dst, peach2_dmac_reg(p2, ch, PEACH2_DMA_DST_LO));
-	writeq((u64)(d->burst | (u32)d->gap << 16) << 32 | d->len,
-	       peach2_dmac_reg(p2, ch, PEACH2_DMA_LEN));
+	writeq(peach2_desc_len_block(d), peach2_dmac_reg(p2, ch, PEACH2_DMA_LEN));
 	writel(d->flags, peach2_dmac_reg(p2, ch, PEACH2_DMA_FLAGS));
 	writel(PEACH2_DMA_CTRL_START_REG, peach2_dmac_reg(p2, ch, PEACH2_DMA_CTRL));
 }

@@ -399,6 +399,16 @@ int peach2_inbound(struct peach2_dev *p2, u32 cmd, u64 base, u64 size);
 char peach2_port_name(u32 port);
 int peach2_format_link(u32 link, char *buf, size_t size);
 
+/*
+ * A descriptor's len and burst | gap << 16 as one 8-byte word: the layout
+ * of both descriptor RAM (len, burst, gap) and the channel's LEN, BLOCK
+ * registers, written with one access.
+ */
+static inline u64 peach2_desc_len_block(const struct peach2_desc *d)
+{
+	return (u64)(d->burst | (u32)d->gap << 16) << 32 | d->len;
+}
+
 /* dmac.c: a DMA channel's registers (channels 0..3 and the proxy's 4) */
 void peach2_dmac_start_chain(struct peach2_dev *p2, unsigned int ch, u64 head);
 void peach2_dmac_start_reg(struct peach2_dev *p2, unsigned int ch,
