@@ -18,8 +18,13 @@
  * would miss the writes of the call itself) nor another thread's; a system
  * call that writes the range during the move fails with EFAULT; a
  * process-shared futex in it loses its waiters; nothing is ever given back
- * (FREE leaves the pages where they are). $TCA_FAKE_PIN_DELAY_MS makes every
- * PIN wait that long first, as the driver may for quarantined memory.
+ * (FREE leaves the pages where they are). A PIN of exactly the pages of an
+ * earlier PIN that are still in place (the same range registered twice)
+ * shares them, as the driver pins the same physical pages twice; a PIN
+ * that only overlaps earlier pinned pages moves them again (the earlier
+ * registration no longer sees the process's writes: do not test that).
+ * $TCA_FAKE_PIN_DELAY_MS makes every PIN wait that long first, as the
+ * driver may for quarantined memory.
  *
  * Names live in a shared file per node ($TCA_FAKE_DIR/names<n>), so that
  * another process (node) can answer a LOOKUP against them: as for the read
@@ -145,6 +150,81 @@ static int pin_move(void *fresh, void *at, uint64_t len)
 	return rc;
 }
 
+/* Is [at, at + len) still mapped from this node's mem file at @file_off
+ * (moved there by a PIN, not unmapped or replaced since)? */
+static int still_in_mem(uint64_t at, uint64_t len, uint64_t file_off)
+{
+	char want[4200], line[4400];
+	snprintf(want, sizeof want, "%s/mem%u", getenv("TCA_FAKE_DIR"), node_id);
+	FILE *maps = fopen("/proc/self/maps", "re");
+	int found = 0;
+	while (maps && fgets(line, sizeof line, maps)) {
+		unsigned long lo, hi, off;
+		char path[4200] = "";
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4199s", &lo, &hi, &off, path) < 3)
+			continue;
+		if (at < lo || at >= hi)
+			continue;
+		found = at + len <= hi && strcmp(path, want) == 0 && off + (at - lo) == file_off;
+		break;
+	}
+	if (maps)
+		fclose(maps);
+	return found;
+}
+
+/* A PIN of exactly the pages an earlier PIN moved, still in place: a new
+ * buffer on the same pieces of mem<node> (NULL if there is none). */
+static struct fake_alloc *pinned_again(uint64_t first, uint64_t size)
+{
+	for (uint32_t i = 0; i < nr_allocs && nr_allocs < MAX_ALLOCS; ++i) {
+		const struct fake_alloc *e = &allocs[i];
+		if (!e->pinned || e->pinned_at != first || e->size != size)
+			continue;
+		int in_place = 1;
+		for (uint32_t k = 0; k < e->nr && in_place; ++k)
+			in_place = still_in_mem(first + e->chunk[k].offset, e->chunk[k].len,
+						PEACH2_ADDR_OFFSET(e->chunk[k].global_addr));
+		if (!in_place)
+			continue;
+		struct fake_alloc *f = &allocs[nr_allocs];
+		*f = *e;
+		f->handle = ++nr_allocs;
+		return f;
+	}
+	return NULL;
+}
+
+/* A new buffer of fresh pieces of mem<node>, with the pages of [first,
+ * first + size) moved into them: 0 or -errno. */
+static int pin_pages(uint64_t first, uint64_t size, struct fake_alloc **out)
+{
+	struct fake_alloc *f;
+	int rc = fake_reserve(size, &f);
+	if (rc)
+		return rc;
+	f->pinned = 1;
+	f->pinned_at = first;
+	int mem = fake_mem_fd();
+	if (mem < 0)
+		return -EIO;
+	pthread_mutex_lock(&pin_lock);
+	pin_catch_faults();
+	for (uint32_t k = 0; k < f->nr && !rc; ++k) {
+		const struct peach2_chunk *c = &f->chunk[k];
+		void *fresh = (void *)syscall(SYS_mmap, NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+					      mem, (off_t)PEACH2_ADDR_OFFSET(c->global_addr));
+		if (fresh == MAP_FAILED)
+			rc = -ENOMEM;
+		else
+			rc = pin_move(fresh, (void *)(uintptr_t)(first + c->offset), c->len);
+	}
+	pthread_mutex_unlock(&pin_lock);
+	close(mem);
+	*out = f;
+	return rc;
+}
+
 static int do_pin(struct peach2_pin *p)
 {
 	const uint64_t page = 4096;
@@ -164,29 +244,12 @@ static int do_pin(struct peach2_pin *p)
 		if (mincore((void *)(uintptr_t)a, page, &vec) != 0)
 			return -EFAULT;
 	fake_env_delay("TCA_FAKE_PIN_DELAY_MS");
-	struct fake_alloc *f;
-	int rc = fake_reserve(size, &f);
-	if (rc)
-		return rc;
-	f->pinned = 1;
-	int mem = fake_mem_fd();
-	if (mem < 0)
-		return -EIO;
-	pthread_mutex_lock(&pin_lock);
-	pin_catch_faults();
-	for (uint32_t k = 0; k < f->nr && !rc; ++k) {
-		const struct peach2_chunk *c = &f->chunk[k];
-		void *fresh = (void *)syscall(SYS_mmap, NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED,
-					      mem, (off_t)PEACH2_ADDR_OFFSET(c->global_addr));
-		if (fresh == MAP_FAILED)
-			rc = -ENOMEM;
-		else
-			rc = pin_move(fresh, (void *)(uintptr_t)(first + c->offset), c->len);
+	struct fake_alloc *f = pinned_again(first, size);
+	if (!f) {
+		int rc = pin_pages(first, size, &f);
+		if (rc)
+			return rc;
 	}
-	pthread_mutex_unlock(&pin_lock);
-	close(mem);
-	if (rc)
-		return rc;
 	p->handle = f->handle;
 	p->offset = p->addr - first;
 	p->size = size;

@@ -14,6 +14,7 @@
 struct fake_alloc {
 	uint32_t handle;
 	int pinned;             /* PIN: the caller's pages, not mmap'able */
+	uint64_t pinned_at;     /* PIN: the address of their first page */
 	uint64_t size;          /* page rounded */
 	uint32_t nr;
 	struct peach2_chunk chunk[MAX_PIECES]; /* offset in buffer, len, global */
