@@ -142,8 +142,8 @@ int Context::free(void* ptr) {
         return -EBUSY;
     for (const tcaChunk& piece : it->second->pieces)
         by_global_.erase(piece.global_addr);
-    // The driver ends the buffer's exports when it frees it.
-    std::erase_if(exports_, [&](const auto& e) { return e.second.buffer == it->first; });
+    // The driver ends the buffer's exports and names when it frees it.
+    forget_names(it->second.get());
     const int rc = it->second->release();
     buffers_.erase(it);
     return rc;
@@ -266,7 +266,7 @@ int Context::export_range(const void* ptr, std::size_t size, std::uint32_t peach
         return -errno;
     if (e.export_id == 0)
         return TCA_EDEVICE;
-    exports_[e.export_id] = ExportRef{at.base, e.key};
+    exports_[e.export_id] = ExportRef{at.buf, e.key};
     attach_export(&h, e.export_id, e.key);
     *out = h;
     return 0;

@@ -133,11 +133,19 @@ private:
     std::unique_ptr<DriverBuffer> lookup_buf_;
     std::unique_ptr<DmaState> dma_;
     struct ExportRef {
-        std::uintptr_t buffer;  // the buffer's address (buffers_ key)
+        const DriverBuffer* buf;  // a tcaMalloc buffer or a registration
         std::uint32_t key;
     };
     std::map<std::uint32_t, ExportRef> exports_;  // by export id
-    std::unique_ptr<RpState> rp_;                 // after fd_: released before the close
+    // This process's names (tcaPublish) by (kind, name), with the buffer or
+    // registration each lives on: of several registrations of the same
+    // pages, tcaDeregister ends one that carries none (names.cpp).
+    std::map<std::pair<std::uint32_t, std::uint32_t>, const DriverBuffer*> names_;
+    // Does b carry a name or an export of ours? Forget those of b (its
+    // release ends them in the driver).
+    bool carries_names(const DriverBuffer* b) const noexcept;
+    void forget_names(const DriverBuffer* b) noexcept;
+    std::unique_ptr<RpState> rp_;  // after fd_: released before the close
     std::atomic<RpState*> rp_fast_{nullptr};
     std::array<PeerHistory, PEACH2_MAX_NODES> history_{};
     std::array<bool, PEACH2_MAX_NODES> busy_{};

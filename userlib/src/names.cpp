@@ -70,22 +70,50 @@ int Context::register_pinned(const peach2_pin& p, std::size_t size) {
     return 0;
 }
 
+// Several registrations may hold the same pages: a program registers a
+// range twice (other access rights, another library), or UCX registers it
+// again after the memory behind it was unmapped and mapped anew, while the
+// old registration (the old pages) is still to be ended. Which one a call
+// ends matters: names and exports live on a registration, and ending it
+// ends them. So the newest that carries none of ours goes (ibv_dereg_mr
+// unpublishes its key first); only if each carries some, the newest.
 int Context::deregister_memory(void* ptr, std::size_t size) {
     const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
     const std::uintptr_t first = addr & ~(page_size() - 1);
     const std::uint64_t pages = (addr + size - first + page_size() - 1) & ~(page_size() - 1);
     auto [lo, hi] = registered_.equal_range(first);
+    auto gone = registered_.end();
     for (auto it = hi; it != lo;) {
         --it;  // the newest of equal ones first
         if (it->second->size != pages)
             continue;
-        if (rp_ && rp_->pins().busy(it->second->id(), monotonic_ns()))
-            return -EBUSY;
-        const int rc = it->second->release();  // the driver ends its exports and names
-        registered_.erase(it);
-        return rc;
+        if (gone == registered_.end())
+            gone = it;
+        if (!carries_names(it->second.get())) {
+            gone = it;
+            break;
+        }
     }
-    return TCA_ENOTBUF;
+    if (gone == registered_.end())
+        return TCA_ENOTBUF;
+    if (rp_ && rp_->pins().busy(gone->second->id(), monotonic_ns()))
+        return -EBUSY;
+    forget_names(gone->second.get());
+    const int rc = gone->second->release();  // the driver ends its exports and names
+    registered_.erase(gone);
+    return rc;
+}
+
+bool Context::carries_names(const DriverBuffer* b) const noexcept {
+    return std::any_of(names_.begin(), names_.end(),
+                       [&](const auto& n) { return n.second == b; }) ||
+           std::any_of(exports_.begin(), exports_.end(),
+                       [&](const auto& e) { return e.second.buf == b; });
+}
+
+void Context::forget_names(const DriverBuffer* b) noexcept {
+    std::erase_if(names_, [&](const auto& n) { return n.second == b; });
+    std::erase_if(exports_, [&](const auto& e) { return e.second.buf == b; });
 }
 
 }  // namespace tca
@@ -103,13 +131,17 @@ int Context::publish(const void* ptr, std::size_t size, peach2_publish* req) {
     req->len = size;
     if (::ioctl(fd_.get(), PEACH2_IOC_PUBLISH, req) < 0)
         return errno == ENOTTY ? -EOPNOTSUPP : -errno;
-    return req->name ? 0 : TCA_EDEVICE;
+    if (!req->name)
+        return TCA_EDEVICE;
+    names_[{req->kind, req->name}] = at.buf;
+    return 0;
 }
 
 int Context::unpublish(std::uint32_t kind, std::uint32_t name) {
     peach2_unpublish u{};
     u.kind = kind;
     u.name = name;
+    names_.erase({kind, name});  // gone in the driver too, whatever it answers
     if (::ioctl(fd_.get(), PEACH2_IOC_UNPUBLISH, &u) < 0)
         return errno == ENOTTY ? -EOPNOTSUPP : -errno;
     return 0;

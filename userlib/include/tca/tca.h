@@ -557,7 +557,10 @@ TCA_API int tcaRequestTimeoutMs(void);
 TCA_API int tcaRegister(void *ptr, size_t size);
 
 /* Ends a registration tcaRegister(ptr, size) made (TCA_ENOTBUF if there is
- * none). -EBUSY while a pending get replies into it. */
+ * none). Of several with the same pages, it ends the newest that carries no
+ * name or export of this process (unpublish a registration's names first),
+ * or, if each carries some, the newest with its names and exports.
+ * -EBUSY while a pending get replies into it. */
 TCA_API int tcaDeregister(void *ptr, size_t size);
 
 /* ---- Names: memory other nodes find by number ------------------------------ */

@@ -44,6 +44,14 @@
 //   slowconn the same while the server's main thread connects a second QP
 //            (ibv_modify_qp to RTR allocates the staging copy of the peer's
 //            rings; the fake waits $TCA_FAKE_ALLOC_DELAY_MS in that ALLOC)
+//   remr     registrations of the same memory: the server registers a range
+//            twice and deregisters the first MR, twice and deregisters the
+//            second, and once, then unmaps it, maps new pages at the same
+//            address, registers those and deregisters the old MR (what
+//            UCX's registration cache does with freed and reused buffers).
+//            The client Writes (PIO and DMA sizes) and Reads through each
+//            surviving MR: all succeed, the server finds the data in its
+//            current pages, and the pages before the remap unchanged
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -54,6 +62,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1108,6 +1117,130 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
 
 // ---- hold --------------------------------------------------------------------------------------
 
+// ---- remr ----------------------------------------------------------------------------------
+
+constexpr std::size_t kRemrBytes = 64 << 10;
+constexpr int kRemrCases = 3;
+
+struct RemrInfo {
+    std::uint64_t addr[kRemrCases];
+    std::uint32_t rkey[kRemrCases];
+};
+
+unsigned char remr_pattern(int c, std::size_t i) {
+    return static_cast<unsigned char>(i * 7 + 31 * c + 1);
+}
+
+// Where the client writes in each region: a PIO-sized and a DMA-sized piece.
+constexpr std::pair<std::size_t, std::size_t> kRemrPieces[] = {{8, 64}, {4096 + 16, 16384}};
+
+void* remr_map() {
+    void* p =
+        ::mmap(nullptr, kRemrBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        fail("mmap: %s", std::strerror(errno));
+    std::memset(p, 0xab, kRemrBytes);
+    return p;
+}
+
+void remr_test(const char* server, int port) {
+    Dev d;
+    Link link(server, port);
+    Qp q(d, 16, 16);
+    q.connect_over(link, d);
+    constexpr int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (!server) {
+        unsigned char* r[kRemrCases];
+        ibv_mr* keep[kRemrCases];
+        RemrInfo info{};
+        // 0: registered twice, the first MR deregistered.
+        r[0] = static_cast<unsigned char*>(remr_map());
+        ibv_mr* first = d.reg(r[0], kRemrBytes, rw);
+        keep[0] = d.reg(r[0], kRemrBytes, rw);
+        if (ibv_dereg_mr(first))
+            fail("ibv_dereg_mr of the first of two MRs");
+        // 1: registered twice, the second MR deregistered.
+        r[1] = static_cast<unsigned char*>(remr_map());
+        keep[1] = d.reg(r[1], kRemrBytes, rw);
+        if (ibv_dereg_mr(d.reg(r[1], kRemrBytes, rw)))
+            fail("ibv_dereg_mr of the second of two MRs");
+        // 2: registered, unmapped, new pages at the same address registered,
+        // the old MR deregistered last. The old pages stay reachable to
+        // check that nothing was written into them.
+        r[2] = static_cast<unsigned char*>(remr_map());
+        ibv_mr* old = d.reg(r[2], kRemrBytes, rw);
+        void* was =
+            ::mremap(r[2], kRemrBytes, kRemrBytes, MREMAP_MAYMOVE | MREMAP_FIXED, remr_map());
+        if (was == MAP_FAILED)
+            fail("mremap: %s", std::strerror(errno));
+        auto* old_pages = static_cast<unsigned char*>(was);
+        if (::mmap(r[2], kRemrBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != r[2])
+            fail("mmap at %p: %s", static_cast<void*>(r[2]), std::strerror(errno));
+        std::memset(r[2], 0xab, kRemrBytes);
+        keep[2] = d.reg(r[2], kRemrBytes, rw);
+        if (ibv_dereg_mr(old))
+            fail("ibv_dereg_mr of the MR of the unmapped pages");
+        for (int c = 0; c < kRemrCases; ++c) {
+            info.addr[c] = reinterpret_cast<std::uintptr_t>(r[c]);
+            info.rkey[c] = keep[c]->rkey;
+        }
+        link.send(&info, sizeof info);
+        link.sync(1);  // the client wrote and read
+        for (int c = 0; c < kRemrCases; ++c)
+            for (const auto& [off, len] : kRemrPieces)
+                for (std::size_t i = 0; i < len; ++i)
+                    if (r[c][off + i] != remr_pattern(c, i))
+                        fail(
+                            "region %d: byte %zu is %#x, want %#x: the Write did not land in the "
+                            "MR's pages",
+                            c, off + i, r[c][off + i], remr_pattern(c, i));
+        for (std::size_t i = 0; i < kRemrBytes; ++i)
+            if (old_pages[i] != 0xab)
+                fail("byte %zu of the unmapped pages changed to %#x", i, old_pages[i]);
+        for (ibv_mr* mr : keep)
+            if (ibv_dereg_mr(mr))
+                fail("ibv_dereg_mr");
+        pass(
+            "Writes and Reads through MRs that outlived a twin's deregistration or a remap "
+            "landed in their own pages");
+        return;
+    }
+    RemrInfo peer;
+    link.must_recv(&peer, sizeof peer);
+    std::vector<unsigned char> local(2 * 16384 + 64);
+    ibv_mr* lm = d.reg(local.data(), local.size(), IBV_ACCESS_LOCAL_WRITE);
+    std::uint64_t id = 0;
+    for (int c = 0; c < kRemrCases; ++c) {
+        for (const auto& [off, len] : kRemrPieces) {
+            for (std::size_t i = 0; i < len; ++i)
+                local[i] = remr_pattern(c, i);
+            ibv_sge out{reinterpret_cast<std::uintptr_t>(local.data()),
+                        static_cast<std::uint32_t>(len), lm->lkey};
+            ibv_send_wr w =
+                rdma_wr(&out, IBV_WR_RDMA_WRITE, peer.addr[c] + off, peer.rkey[c], id++);
+            post(q.qp, w);
+            ibv_wc wc = wait_wc(d.cq, 1)[0];
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("region %d: Write of %zu bytes: %s", c, len, ibv_wc_status_str(wc.status));
+            unsigned char* back = local.data() + 16384;
+            std::memset(back, 0, len);
+            ibv_sge in{reinterpret_cast<std::uintptr_t>(back), static_cast<std::uint32_t>(len),
+                       lm->lkey};
+            w = rdma_wr(&in, IBV_WR_RDMA_READ, peer.addr[c] + off, peer.rkey[c], id++);
+            post(q.qp, w);
+            wc = wait_wc(d.cq, 1)[0];
+            if (wc.status != IBV_WC_SUCCESS)
+                fail("region %d: Read of %zu bytes: %s", c, len, ibv_wc_status_str(wc.status));
+            if (std::memcmp(back, local.data(), len))
+                fail("region %d: Read %zu bytes back, not what was written", c, len);
+        }
+    }
+    link.sync(1);
+    pass("%d Writes and %d Reads through %d MRs, all succeeded and read back", kRemrCases * 2,
+         kRemrCases * 2, kRemrCases);
+}
+
 void hold_test(std::uint64_t mib) {
     Dev d;
     std::vector<std::vector<unsigned char>> bufs;
@@ -1125,7 +1258,8 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|hold [SERVER]\n");
+                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|remr|hold "
+                 "[SERVER]\n");
     std::exit(2);
 }
 
@@ -1170,6 +1304,8 @@ int main(int argc, char** argv) {
         slowreg_test(server, port, count);
     else if (t == "slowconn")
         slowconn_test(server, port, count);
+    else if (t == "remr")
+        remr_test(server, port);
     else if (t == "hold")
         hold_test(count);
     else
