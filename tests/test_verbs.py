@@ -72,10 +72,11 @@ def test_perftest(cluster2, prog, size, iters):
     assert float(row.group(1)) > 0 and float(row.group(2)) > 0, row.group(0)
 
 
-@pytest.mark.parametrize("test", ["access", "rnr", "flush", "read"])
+@pytest.mark.parametrize("test", ["access", "rnr", "flush", "read", "remr"])
 def test_verbs_checks_across_nodes(cluster2, test):
     """tca_verbs_check: access errors leave the target unchanged, RNR retries, flush
-    order, big RDMA Reads into malloc'ed memory byte for byte; across the link."""
+    order, big RDMA Reads into malloc'ed memory byte for byte, MRs that outlive the
+    deregistration of a twin over the same pages or a remap; across the link."""
     srv, cli = pair(cluster2, "tca_verbs_check %s" % test)
     name = test.split()[0]
     assert "tca_verbs_check %s: PASS (server)" % name in srv, srv
