@@ -175,17 +175,7 @@ static int rp_do(int fd, struct peach2_rp_submit *s, uint8_t *cplbuf,
 /* A counter of the sysfs `rproxy` file, or -1. */
 static long long rp_counter(const char *name)
 {
-	char path[PATH_MAX], buf[4096], *line, *save = NULL;
-	size_t n = strlen(name);
-
-	class_attr(path, sizeof(path), "rproxy");
-	if (read_sysfs(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, name, n) && line[n] == ' ')
-			return strtoll(line + n + 1, NULL, 10);
-	return -1;
+	return class_counter("rproxy", name);
 }
 
 static void fill(uint8_t *p, size_t len, uint32_t seed)

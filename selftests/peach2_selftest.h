@@ -135,6 +135,21 @@ static inline void class_attr(char *out, size_t size, const char *attr)
 	snprintf(out, size, "%s/%s/%s", SYSFS_CLASS, basename(dev), attr);
 }
 
+/* The value of line "@name N" of the card's sysfs @attr (rproxy, verbs, ...), or -1. */
+static inline long long class_counter(const char *attr, const char *name)
+{
+	char path[PATH_MAX], buf[4096], *line, *save = NULL;
+	size_t n = strlen(name);
+
+	class_attr(path, sizeof(path), attr);
+	if (read_sysfs(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, name, n) && line[n] == ' ')
+			return strtoll(line + n + 1, NULL, 10);
+	return -1;
+}
+
 static inline int do_free(int fd, uint32_t handle)
 {
 	struct peach2_free f = { .handle = handle };
