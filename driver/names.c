@@ -272,8 +272,13 @@ long peach2_ioctl_unpublish(struct peach2_file *ctx, void __user *argp)
 /*
  * The read proxy's thread: answer a LOOKUP of (kind, name) from byte
  * @offset into the staging memory (@len bytes). Returns 0 or the status to
- * answer with; *guess is set for a name that does not exist (counted like a
- * wrong export key: names are capabilities).
+ * answer with; *guess is set for a key whose index exists with other random
+ * bits (counted like a wrong export key: keys are capabilities). An index
+ * that does not exist is no guess, as an unknown export id is none: indices
+ * are handed out in order, so only the random bits are secret, and an
+ * honest node still asks for names that are gone (a datagram to a QP that
+ * was destroyed, a key deregistered meanwhile); counting those would lock
+ * every process of that node out of this one for a second.
  */
 u32 peach2_names_lookup(struct peach2_dev *p2, u32 kind, u32 name, u64 offset, u32 len,
 			bool *guess)
@@ -294,7 +299,7 @@ u32 peach2_names_lookup(struct peach2_dev *p2, u32 kind, u32 name, u64 offset, u
 	xa_lock(table);
 	nm = xa_load(table, peach2_name_index(kind, name));
 	if (!nm || nm->name != name) {
-		*guess = true;
+		*guess = !!nm;
 		status = PEACH2_ERR_RP_NOT_EXPORTED;
 		atomic64_inc(&p2->names.lookup_misses);
 		goto out;

@@ -43,7 +43,8 @@
  * refused unseen for PEACH2_RP_FAIL_WINDOW. Unknown ids do not count: a
  * guess at an export that does not exist cannot hit, and a requester
  * still asking for an export whose exporter is gone must not be locked
- * out of the next one.
+ * out of the next one. LOOKUPs count the same way: a key whose index
+ * exists with other random bits (names.c).
  *
  * Locks: ctx->exp_lock (a file's export list) before the xarray lock of
  * rp->exports. A lookup by the serving thread takes a reference on the

@@ -22,16 +22,7 @@
 /* A counter of the sysfs `verbs` file, or -1. */
 static long long verbs_counter(const char *name)
 {
-	char path[PATH_MAX], buf[4096], *line, *save = NULL;
-	size_t n = strlen(name);
-
-	class_attr(path, sizeof(path), "verbs");
-	if (read_sysfs(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, name, n) && line[n] == ' ')
-			return strtoll(line + n + 1, NULL, 10);
-	return -1;
+	return class_counter("verbs", name);
 }
 
 static int do_pin(int fd, void *addr, uint64_t len, struct peach2_pin *out)
@@ -468,6 +459,98 @@ TEST_F(verbs, lookup_of_own_names)
 	/* FREE of the buffer ends its names (and their exports). */
 	mbuf_free(self->fd, &self->buf);
 	EXPECT_EQ(PEACH2_ERR_RP_NOT_EXPORTED, lookup(self, PEACH2_NAME_KEY, key.name, 0, &l));
+}
+
+/*
+ * Submit @n LOOKUPs of KEY names (@name ^ (i + 1) if @vary, else @name) at
+ * once, each with its own completion slot, and check each is refused
+ * RP_NOT_EXPORTED.
+ */
+static void lookup_misses(struct __test_metadata *_metadata, FIXTURE_DATA(verbs) *self,
+			  uint32_t name, int vary, int n)
+{
+	struct peach2_rp_cpl *c = (struct peach2_rp_cpl *)self->cpl.p;
+	struct peach2_rp_submit s;
+	uint64_t tags[100];
+	double end;
+	int i;
+
+	ASSERT_GE(100, n);
+	memset(c, 0, PAGE);
+	for (i = 0; i < n; i++) {
+		memset(&s, 0, sizeof(s));
+		s.node = self->info.node_id;
+		s.op = PEACH2_RP_OP_LOOKUP;
+		s.export_id = PEACH2_NAME_KEY;
+		s.key = vary ? name ^ (uint32_t)(i + 1) : name;
+		s.len = PEACH2_LOOKUP_MAX;
+		s.reply_handle = self->reply.a.handle;
+		s.cpl_handle = self->cpl.a.handle;
+		s.cpl_offset = sizeof(*c) * (uint64_t)(i + 1);
+		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+		tags[i] = s.tag;
+	}
+	end = now_s() + WAIT_S;
+	for (i = 0; i < n; i++) {
+		while (__atomic_load_n(&c[i + 1].tag, __ATOMIC_ACQUIRE) != tags[i]) {
+			ASSERT_GT(end, now_s()) TH_LOG("lookup %d: no answer", i);
+			usleep(100);
+		}
+		ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c[i + 1].status)
+			TH_LOG("lookup %d: status %u", i, c[i + 1].status);
+	}
+}
+
+/*
+ * A key is an index handed out in order and 8 random bits; only the bits
+ * are secret. More than 64 lookups from one node within a second of keys
+ * whose index exists with other bits are guesses: the node's requests are
+ * refused for a second. Lookups of names that are gone (unpublished keys)
+ * are not: an honest node makes them (a datagram to a destroyed QP, a
+ * deregistered key), and counting them locked every process of the node
+ * out of this one.
+ */
+TEST_F(verbs, lookups_of_gone_names_are_no_guesses)
+{
+	struct peach2_publish gone, key;
+	struct peach2_lookup *l;
+	long long thr0, thr1;
+	double t0;
+
+	/* Throttling by earlier tests (if any) is over after 1 s. */
+	usleep(1100000);
+	ASSERT_EQ(0, do_publish(self->fd, self->buf.a.handle, PEACH2_NAME_KEY, 0, 4096, 0, &gone));
+	ASSERT_EQ(0, do_unpublish(self->fd, PEACH2_NAME_KEY, gone.name));
+	ASSERT_EQ(0, do_publish(self->fd, self->buf.a.handle, PEACH2_NAME_KEY, 0, 4096, 0, &key));
+
+	/* 100 lookups of a name that is gone, at once: no throttle. */
+	thr0 = class_counter("rproxy", "refused_throttled");
+	ASSERT_LE(0, thr0);
+	t0 = now_s();
+	lookup_misses(_metadata, self, gone.name, 0, 100);
+	ASSERT_EQ(0, lookup(self, PEACH2_NAME_KEY, key.name, 0, &l)) {
+		TH_LOG("lookups of a gone name throttled this node (after %.3f s)",
+		       now_s() - t0);
+	}
+	ASSERT_EQ(thr0, class_counter("rproxy", "refused_throttled"));
+
+	/* 100 wrong random bits of an existing index: throttled. */
+	usleep(1100000);
+	t0 = now_s();
+	lookup_misses(_metadata, self, key.name, 1, 100);
+	thr1 = class_counter("rproxy", "refused_throttled");
+	if (now_s() - t0 < 0.9) {
+		/* 65 looked up (the 65th trips it), the other 35 refused unseen. */
+		EXPECT_EQ(thr0 + 35, thr1);
+		EXPECT_EQ(PEACH2_ERR_RP_NOT_EXPORTED, lookup(self, PEACH2_NAME_KEY, key.name, 0, &l));
+		EXPECT_EQ(thr1 + 1, class_counter("rproxy", "refused_throttled"));
+	} else {
+		TH_LOG("100 lookups took %.2f s: too slow to see the throttle", now_s() - t0);
+	}
+	/* After the throttle's second, the node is served again. */
+	usleep(1200000);
+	EXPECT_EQ(0, lookup(self, PEACH2_NAME_KEY, key.name, 0, &l));
+	EXPECT_EQ(0, do_unpublish(self->fd, PEACH2_NAME_KEY, key.name));
 }
 
 /* Memory named for remote writers is quarantined when freed, then freed. */
