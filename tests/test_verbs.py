@@ -83,6 +83,20 @@ def test_verbs_checks_across_nodes(cluster2, test):
     assert "tca_verbs_check %s: PASS (client)" % name in cli, cli
 
 
+def test_datagrams_to_a_destroyed_ud_qp(cluster2):
+    """200 datagrams to a UD QP its node has destroyed all complete (UD does not know),
+    and the sender's library looks the QP up once, not once per datagram (the target's
+    driver counts each lookup of a name that is gone); then a datagram to a new QP of the
+    server arrives intact."""
+    c = cluster2
+    before = verbs_counters(c, SERVER)
+    srv, cli = pair(c, "tca_verbs_check -n 200 udgone")
+    assert "udgone: PASS (server)" in srv, srv
+    assert "udgone: PASS (client)" in cli, cli
+    misses = verbs_counters(c, SERVER)["lookup_misses"] - before["lookup_misses"]
+    assert 1 <= misses <= 5, "%d lookups of the destroyed QP for 200 datagrams\n%s" % (misses, cli)
+
+
 STREAM_MESSAGES = 100000
 
 

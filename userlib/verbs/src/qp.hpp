@@ -288,6 +288,7 @@ private:
         RemoteRange range;
         std::uint64_t word = 0;
         std::uint32_t slots = 0;
+        std::uint64_t gone_until = 0;  // no such UD QP as of the last lookup: drop until then
     };
     std::unordered_map<std::uint64_t, std::unique_ptr<UdDest>> ud_dests_;
     UdDest* ud_dest(std::uint32_t node, std::uint32_t qpn);

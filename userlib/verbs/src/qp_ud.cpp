@@ -21,6 +21,11 @@ namespace {
 // reserving and writing) are skipped after this long.
 constexpr std::uint64_t kUdStuckNs = 1000000000ull;
 constexpr int kUdCasTries = 16;
+// A destination whose lookup failed is not looked up again for this long:
+// a sender that goes on sending to a QP that is gone (UCX's wire-up
+// resending to a rank that has left) made a read-proxy round trip per
+// datagram, with the engine's lock held.
+constexpr std::uint64_t kUdGoneNs = 1000000000ull;
 
 }  // namespace
 
@@ -28,20 +33,23 @@ Qp::UdDest* Qp::ud_dest(std::uint32_t node, std::uint32_t qpn) {
     const std::uint64_t id = std::uint64_t{node} << 32 | qpn;
     auto& d = ud_dests_[id];
     const std::uint64_t now = Engine::now();
+    if (d && now < d->gone_until)
+        return nullptr;
     if (d && d->range.valid() && !d->range.expired(now))
         return d.get();
     if (d && d->range.valid() && d->range.renew(now) == 0)
         return d.get();
     d = std::make_unique<UdDest>();
-    if (d->range.open(node, TCA_NAME_QP, qpn)) {
-        ud_dests_.erase(id);
-        return nullptr;
+    QpInfo info{};
+    bool usable = d->range.open(node, TCA_NAME_QP, qpn) == 0;
+    if (usable) {
+        std::memcpy(&info, d->range.info().info, sizeof info);
+        usable = info.magic == kQpMagic && info.type == IBV_QPT_UD && info.ud_slots != 0 &&
+                 d->range.size() >= wire::kCtrlBytes + std::uint64_t{info.ud_slots} * wire::kUdSlot;
     }
-    QpInfo info;
-    std::memcpy(&info, d->range.info().info, sizeof info);
-    if (info.magic != kQpMagic || info.type != IBV_QPT_UD || info.ud_slots == 0 ||
-        d->range.size() < wire::kCtrlBytes + std::uint64_t{info.ud_slots} * wire::kUdSlot) {
-        ud_dests_.erase(id);
+    if (!usable) {
+        d->range.close();
+        d->gone_until = now + kUdGoneNs;
         return nullptr;
     }
     d->slots = info.ud_slots;

@@ -117,7 +117,7 @@ grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 M
 
 if [ -n "$check" ]; then
 	# The library's own checks of error semantics, between two processes.
-	for t in access rnr badwr flush read stream slowreg slowconn remr; do
+	for t in access rnr badwr flush read stream slowreg slowconn remr udgone; do
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done

@@ -52,6 +52,10 @@
 //            The client Writes (PIO and DMA sizes) and Reads through each
 //            surviving MR: all succeed, the server finds the data in its
 //            current pages, and the pages before the remap unchanged
+//   udgone   the client sends COUNT datagrams to a UD QP the server has
+//            destroyed: each completes (UD does not know), quickly (the
+//            library does not look a QP that is gone up again for each one);
+//            then one to a new UD QP of the server arrives intact
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -1117,6 +1121,126 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
 
 // ---- hold --------------------------------------------------------------------------------------
 
+// ---- udgone --------------------------------------------------------------------------------
+
+constexpr std::uint32_t kUdQkey = 0x11111111;
+constexpr std::size_t kUdMsg = 64;
+
+struct UdAddr {
+    std::uint32_t qpn;
+    std::uint16_t lid;
+    std::uint8_t pad[2];
+    ibv_gid gid;
+};
+
+// A UD QP in RTS on the device's CQ.
+ibv_qp* ud_qp(Dev& d, std::uint32_t max_send) {
+    ibv_qp_init_attr a{};
+    a.send_cq = d.cq;
+    a.recv_cq = d.cq;
+    a.cap.max_send_wr = max_send;
+    a.cap.max_recv_wr = 16;
+    a.cap.max_send_sge = 1;
+    a.cap.max_recv_sge = 1;
+    a.qp_type = IBV_QPT_UD;
+    ibv_qp* qp = ibv_create_qp(d.pd, &a);
+    if (!qp)
+        fail("ibv_create_qp (UD): %s", std::strerror(errno));
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qkey = kUdQkey;
+    if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+        fail("UD QP to INIT");
+    m = ibv_qp_attr{};
+    m.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(qp, &m, IBV_QP_STATE))
+        fail("UD QP to RTR");
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = 0;
+    if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_SQ_PSN))
+        fail("UD QP to RTS");
+    return qp;
+}
+
+void udgone_test(const char* server, int port, std::uint64_t count) {
+    Dev d;
+    Link link(server, port);
+    std::vector<unsigned char> buf(40 + kUdMsg);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!server) {
+        ibv_qp* gone = ud_qp(d, 16);
+        const UdAddr old{gone->qp_num, d.port.lid, {}, d.gid};
+        link.send(&old, sizeof old);
+        if (ibv_destroy_qp(gone))
+            fail("ibv_destroy_qp");
+        link.sync(1);  // destroyed
+        link.sync(2);  // the client sent its datagrams to it
+        ibv_qp* qp = ud_qp(d, 16);
+        post_recv(qp, 1,
+                  ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data()),
+                          static_cast<std::uint32_t>(buf.size()), mr->lkey});
+        const UdAddr fresh{qp->qp_num, d.port.lid, {}, d.gid};
+        link.send(&fresh, sizeof fresh);
+        const ibv_wc wc = wait_wc(d.cq, 1)[0];
+        if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != 40 + kUdMsg)
+            fail("the datagram to the new QP: %s, %u bytes", ibv_wc_status_str(wc.status),
+                 wc.byte_len);
+        for (std::size_t i = 0; i < kUdMsg; ++i)
+            if (buf[40 + i] != static_cast<unsigned char>(i ^ 0x5a))
+                fail("byte %zu of the datagram is %#x", i, buf[40 + i]);
+        link.sync(3);
+        pass("a datagram to a new UD QP arrived intact after %" PRIu64 " to a destroyed one",
+             count);
+        return;
+    }
+    UdAddr old{};
+    link.must_recv(&old, sizeof old);
+    ibv_qp* qp = ud_qp(d, 16);
+    ibv_ah_attr at{};
+    at.dlid = old.lid;
+    at.port_num = 1;
+    at.is_global = 1;
+    at.grh.dgid = old.gid;
+    at.grh.hop_limit = 1;
+    ibv_ah* ah = ibv_create_ah(d.pd, &at);
+    if (!ah)
+        fail("ibv_create_ah: %s", std::strerror(errno));
+    for (std::size_t i = 0; i < kUdMsg; ++i)
+        buf[i] = static_cast<unsigned char>(i ^ 0x5a);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), static_cast<std::uint32_t>(kUdMsg),
+                mr->lkey};
+    auto send_to = [&](std::uint32_t qpn, std::uint64_t id) {
+        ibv_send_wr w{};
+        w.wr_id = id;
+        w.sg_list = &sge;
+        w.num_sge = 1;
+        w.opcode = IBV_WR_SEND;
+        w.send_flags = IBV_SEND_SIGNALED;
+        w.wr.ud.ah = ah;
+        w.wr.ud.remote_qpn = qpn;
+        w.wr.ud.remote_qkey = kUdQkey;
+        post(qp, w);
+        const ibv_wc wc = wait_wc(d.cq, 1)[0];
+        if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id)
+            fail("datagram %" PRIu64 " to QP %#x: %s", id, qpn, ibv_wc_status_str(wc.status));
+    };
+    link.sync(1);
+    const double t0 = now_s();
+    for (std::uint64_t i = 0; i < count; ++i)
+        send_to(old.qpn, i);
+    const double took = now_s() - t0;
+    link.sync(2);
+    UdAddr fresh{};
+    link.must_recv(&fresh, sizeof fresh);
+    send_to(fresh.qpn, count);
+    link.sync(3);
+    pass("%" PRIu64
+         " datagrams to a destroyed UD QP completed in %.1f ms (%.1f us each); one to "
+         "a new QP arrived",
+         count, took * 1e3, took * 1e6 / static_cast<double>(count ? count : 1));
+}
+
 // ---- remr ----------------------------------------------------------------------------------
 
 constexpr std::size_t kRemrBytes = 64 << 10;
@@ -1258,7 +1382,7 @@ void hold_test(std::uint64_t mib) {
 void usage() {
     std::fprintf(stderr,
                  "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|remr|hold "
+                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|remr|udgone|hold "
                  "[SERVER]\n");
     std::exit(2);
 }
@@ -1306,6 +1430,8 @@ int main(int argc, char** argv) {
         slowconn_test(server, port, count);
     else if (t == "remr")
         remr_test(server, port);
+    else if (t == "udgone")
+        udgone_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
