@@ -333,6 +333,17 @@ ibv_send_wr rdma_wr(ibv_sge* sge, ibv_wr_opcode op, std::uint64_t raddr, std::ui
     return wr;
 }
 
+// A signalled Send of one SGE.
+ibv_send_wr send_wr(ibv_sge* sge, std::uint64_t id) {
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    return wr;
+}
+
 void post(ibv_qp* qp, ibv_send_wr& wr) {
     ibv_send_wr* bad = nullptr;
     if (int rc = ibv_post_send(qp, &wr, &bad))
@@ -987,12 +998,7 @@ void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
         while (first == IBV_WC_SUCCESS && posted - done < kPeerWindow) {
             const std::uint32_t len = posted % 3 == 2 ? 6000 : 64;
             ibv_sge sge = sge_of(posted % kPeerWindow, len);
-            ibv_send_wr w{};
-            w.wr_id = posted;
-            w.sg_list = &sge;
-            w.num_sge = 1;
-            w.opcode = IBV_WR_SEND;
-            w.send_flags = IBV_SEND_SIGNALED;
+            ibv_send_wr w = send_wr(&sge, posted);
             ibv_send_wr* bad = nullptr;
             if (int rc = ibv_post_send(q.qp, &w, &bad)) {
                 if (rc == EINVAL && done < posted)
@@ -1211,12 +1217,7 @@ void udgone_test(const char* server, int port, std::uint64_t count) {
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), static_cast<std::uint32_t>(kUdMsg),
                 mr->lkey};
     auto send_to = [&](std::uint32_t qpn, std::uint64_t id) {
-        ibv_send_wr w{};
-        w.wr_id = id;
-        w.sg_list = &sge;
-        w.num_sge = 1;
-        w.opcode = IBV_WR_SEND;
-        w.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr w = send_wr(&sge, id);
         w.wr.ud.ah = ah;
         w.wr.ud.remote_qpn = qpn;
         w.wr.ud.remote_qkey = kUdQkey;
