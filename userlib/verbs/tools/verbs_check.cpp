@@ -314,25 +314,6 @@ std::vector<ibv_wc> wait_wc(ibv_cq* cq, int n, double timeout_s = 60) {
     return out;
 }
 
-ibv_send_wr rdma_wr(ibv_sge* sge, ibv_wr_opcode op, std::uint64_t raddr, std::uint32_t rkey,
-                    std::uint64_t id) {
-    ibv_send_wr wr{};
-    wr.wr_id = id;
-    wr.sg_list = sge;
-    wr.num_sge = 1;
-    wr.opcode = op;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
-        wr.wr.atomic.remote_addr = raddr;
-        wr.wr.atomic.rkey = rkey;
-        wr.wr.atomic.compare_add = 1;
-    } else {
-        wr.wr.rdma.remote_addr = raddr;
-        wr.wr.rdma.rkey = rkey;
-    }
-    return wr;
-}
-
 // A signalled Send of one SGE.
 ibv_send_wr send_wr(ibv_sge* sge, std::uint64_t id) {
     ibv_send_wr wr{};
@@ -341,6 +322,22 @@ ibv_send_wr send_wr(ibv_sge* sge, std::uint64_t id) {
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED;
+    return wr;
+}
+
+// The same for an RDMA Write or Read, or an atomic (FAA adds 1, CAS compares with 1).
+ibv_send_wr rdma_wr(ibv_sge* sge, ibv_wr_opcode op, std::uint64_t raddr, std::uint32_t rkey,
+                    std::uint64_t id) {
+    ibv_send_wr wr = send_wr(sge, id);
+    wr.opcode = op;
+    if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+        wr.wr.atomic.remote_addr = raddr;
+        wr.wr.atomic.rkey = rkey;
+        wr.wr.atomic.compare_add = 1;
+    } else {
+        wr.wr.rdma.remote_addr = raddr;
+        wr.wr.rdma.rkey = rkey;
+    }
     return wr;
 }
 
