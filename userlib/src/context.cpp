@@ -267,6 +267,7 @@ int Context::export_range(const void* ptr, std::size_t size, std::uint32_t peach
     if (e.export_id == 0)
         return TCA_EDEVICE;
     exports_[e.export_id] = ExportRef{at.buf, e.key};
+    named_.insert(at.buf);
     attach_export(&h, e.export_id, e.key);
     *out = h;
     return 0;

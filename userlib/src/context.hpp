@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "dma.hpp"
@@ -139,8 +140,10 @@ private:
     std::map<std::uint32_t, ExportRef> exports_;  // by export id
     // This process's names (tcaPublish) by (kind, name), with the buffer or
     // registration each lives on: of several registrations of the same
-    // pages, tcaDeregister ends one that carries none (names.cpp).
+    // pages, tcaDeregister ends one whose names are all gone (names.cpp).
     std::map<std::pair<std::uint32_t, std::uint32_t>, const DriverBuffer*> names_;
+    // Buffers and registrations that have carried a name or an export.
+    std::set<const DriverBuffer*> named_;
     // Does b carry a name or an export of ours? Forget those of b (its
     // release ends them in the driver).
     bool carries_names(const DriverBuffer* b) const noexcept;

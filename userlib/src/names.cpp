@@ -75,23 +75,26 @@ int Context::register_pinned(const peach2_pin& p, std::size_t size) {
 // again after the memory behind it was unmapped and mapped anew, while the
 // old registration (the old pages) is still to be ended. Which one a call
 // ends matters: names and exports live on a registration, and ending it
-// ends them. So the newest that carries none of ours goes (ibv_dereg_mr
-// unpublishes its key first); only if each carries some, the newest.
+// ends them. So it ends, the newest first, one whose names are all gone
+// (ibv_dereg_mr unpublishes its key first: that is the caller's own); else
+// one that never had any (a plain tcaRegister, or one whose owner, in
+// another thread, has yet to publish: its turn comes); else the newest.
 int Context::deregister_memory(void* ptr, std::size_t size) {
     const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
     const std::uintptr_t first = addr & ~(page_size() - 1);
     const std::uint64_t pages = (addr + size - first + page_size() - 1) & ~(page_size() - 1);
     auto [lo, hi] = registered_.equal_range(first);
     auto gone = registered_.end();
-    for (auto it = hi; it != lo;) {
+    int best = 3;  // 0: names all gone, 1: never had any, 2: carries some
+    for (auto it = hi; it != lo && best > 0;) {
         --it;  // the newest of equal ones first
         if (it->second->size != pages)
             continue;
-        if (gone == registered_.end())
+        const DriverBuffer* b = it->second.get();
+        const int rank = carries_names(b) ? 2 : named_.count(b) ? 0 : 1;
+        if (rank < best) {
+            best = rank;
             gone = it;
-        if (!carries_names(it->second.get())) {
-            gone = it;
-            break;
         }
     }
     if (gone == registered_.end())
@@ -114,6 +117,7 @@ bool Context::carries_names(const DriverBuffer* b) const noexcept {
 void Context::forget_names(const DriverBuffer* b) noexcept {
     std::erase_if(names_, [&](const auto& n) { return n.second == b; });
     std::erase_if(exports_, [&](const auto& e) { return e.second.buf == b; });
+    named_.erase(b);
 }
 
 }  // namespace tca
@@ -134,6 +138,7 @@ int Context::publish(const void* ptr, std::size_t size, peach2_publish* req) {
     if (!req->name)
         return TCA_EDEVICE;
     names_[{req->kind, req->name}] = at.buf;
+    named_.insert(at.buf);
     return 0;
 }
 

@@ -557,9 +557,9 @@ TCA_API int tcaRequestTimeoutMs(void);
 TCA_API int tcaRegister(void *ptr, size_t size);
 
 /* Ends a registration tcaRegister(ptr, size) made (TCA_ENOTBUF if there is
- * none). Of several with the same pages, it ends the newest that carries no
- * name or export of this process (unpublish a registration's names first),
- * or, if each carries some, the newest with its names and exports.
+ * none). Of several with the same pages it ends, the newest first, one whose
+ * names and exports have all been ended (unpublish a registration's names
+ * first), else one that never had any, else the newest with its names.
  * -EBUSY while a pending get replies into it. */
 TCA_API int tcaDeregister(void *ptr, size_t size);
 
