@@ -26,6 +26,8 @@ constexpr int kUdCasTries = 16;
 // resending to a rank that has left) made a read-proxy round trip per
 // datagram, with the engine's lock held.
 constexpr std::uint64_t kUdGoneNs = 1000000000ull;
+// Past this many destinations, those gone longer than that are forgotten.
+constexpr std::size_t kUdDestsKept = 256;
 
 }  // namespace
 
@@ -40,20 +42,27 @@ Qp::UdDest* Qp::ud_dest(std::uint32_t node, std::uint32_t qpn) {
     if (d && d->range.valid() && d->range.renew(now) == 0)
         return d.get();
     d = std::make_unique<UdDest>();
+    const int rc = d->range.open(node, TCA_NAME_QP, qpn);
     QpInfo info{};
-    bool usable = d->range.open(node, TCA_NAME_QP, qpn) == 0;
-    if (usable) {
+    if (rc == 0)
         std::memcpy(&info, d->range.info().info, sizeof info);
-        usable = info.magic == kQpMagic && info.type == IBV_QPT_UD && info.ud_slots != 0 &&
-                 d->range.size() >= wire::kCtrlBytes + std::uint64_t{info.ud_slots} * wire::kUdSlot;
+    if (rc == 0 && info.magic == kQpMagic && info.type == IBV_QPT_UD && info.ud_slots != 0 &&
+        d->range.size() >= wire::kCtrlBytes + std::uint64_t{info.ud_slots} * wire::kUdSlot) {
+        d->slots = info.ud_slots;
+        return d.get();
     }
-    if (!usable) {
-        d->range.close();
-        d->gone_until = now + kUdGoneNs;
+    if (rc != 0 && rc != TCA_ENOTEXPORTED) {
+        ud_dests_.erase(id);  // unreachable for now (timeout, link): the next datagram asks again
         return nullptr;
     }
-    d->slots = info.ud_slots;
-    return d.get();
+    // Not there, or not a UD QP: remembered for a while.
+    d->range.close();
+    d->gone_until = now + kUdGoneNs;
+    if (ud_dests_.size() > kUdDestsKept)
+        std::erase_if(ud_dests_, [&](const auto& e) {
+            return !e.second->range.valid() && e.second->gone_until <= now;
+        });
+    return nullptr;
 }
 
 Qp::Start Qp::start_ud(SendOp& op) {
