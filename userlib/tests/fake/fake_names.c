@@ -45,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -151,21 +153,30 @@ static int pin_move(void *fresh, void *at, uint64_t len)
 }
 
 /* Is [at, at + len) still mapped from this node's mem file at @file_off
- * (moved there by a PIN, not unmapped or replaced since)? */
+ * (moved there by a PIN, not unmapped or replaced since)? The file is known
+ * by its device and inode, as /proc/self/maps gives them. */
 static int still_in_mem(uint64_t at, uint64_t len, uint64_t file_off)
 {
-	char want[4200], line[4400];
-	snprintf(want, sizeof want, "%s/mem%u", getenv("TCA_FAKE_DIR"), node_id);
+	struct stat st;
+	int mem = fake_mem_fd();
+	if (mem < 0)
+		return 0;
+	const int ok = fstat(mem, &st) == 0;
+	close(mem);
+	if (!ok)
+		return 0;
 	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[4400];
 	int found = 0;
 	while (maps && fgets(line, sizeof line, maps)) {
-		unsigned long lo, hi, off;
-		char path[4200] = "";
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4199s", &lo, &hi, &off, path) < 3)
+		unsigned long lo, hi, off, ino;
+		unsigned int maj, min;
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6)
 			continue;
 		if (at < lo || at >= hi)
 			continue;
-		found = at + len <= hi && strcmp(path, want) == 0 && off + (at - lo) == file_off;
+		found = at + len <= hi && ino == st.st_ino && makedev(maj, min) == st.st_dev &&
+			off + (at - lo) == file_off;
 		break;
 	}
 	if (maps)
