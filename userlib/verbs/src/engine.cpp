@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "context.hpp"
 #include "log.hpp"
@@ -128,6 +129,34 @@ Engine::~Engine() {
     stop_thread();
     if (async_fd_ >= 0)
         ::close(async_fd_);
+}
+
+std::unique_ptr<TcaBuffer> Engine::take_bounce(std::uint64_t bytes) noexcept {
+    auto best = kept_bounces_.end();
+    for (auto it = kept_bounces_.begin(); it != kept_bounces_.end(); ++it)
+        if ((*it)->size >= bytes && (best == kept_bounces_.end() || (*it)->size < (*best)->size))
+            best = it;
+    if (best == kept_bounces_.end())
+        return nullptr;
+    std::unique_ptr<TcaBuffer> b = std::move(*best);
+    kept_bounces_.erase(best);
+    kept_bounce_bytes_ -= b->size;
+    return b;
+}
+
+void Engine::keep_bounce(std::unique_ptr<TcaBuffer> b) noexcept {
+    if (!b || !b->p || b->size > kKeptBounceBytes)
+        return;  // freed here
+    while (kept_bounce_bytes_ + b->size > kKeptBounceBytes) {
+        kept_bounce_bytes_ -= kept_bounces_.front()->size;
+        kept_bounces_.erase(kept_bounces_.begin());
+    }
+    try {
+        kept_bounces_.push_back(std::move(b));
+        kept_bounce_bytes_ += kept_bounces_.back()->size;
+    } catch (const std::bad_alloc&) {
+        // not kept: freed with b
+    }
 }
 
 void Engine::stop_thread() noexcept {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -40,6 +41,8 @@ struct Tunables {
     static Tunables from_env();
 };
 
+struct TcaBuffer;
+
 class Engine {
 public:
     explicit Engine(Context& ctx);
@@ -60,6 +63,14 @@ public:
     std::uint32_t pds = 0, srqs = 0, ahs = 0, channels = 0;
     Mr* find_mr(std::uint32_t key) const noexcept;
     std::uint32_t new_group() noexcept { return ++groups_; }
+
+    // ---- bounce buffers of big misaligned RDMA operations (under lock) ----
+    // A kept buffer of at least `bytes` bytes, or nullptr: then the QP
+    // allocates one (an ALLOC and a FREE of the driver per operation
+    // otherwise). keep_bounce takes back a buffer no request still answers
+    // into, keeping up to kKeptBounceBytes.
+    std::unique_ptr<TcaBuffer> take_bounce(std::uint64_t bytes) noexcept;
+    void keep_bounce(std::unique_ptr<TcaBuffer> b) noexcept;
 
     // ---- completions (under lock) ----
     // Adds an entry; an armed CQ raises its channel event.
@@ -106,6 +117,9 @@ private:
     Tunables tune_;
     std::mutex lock_;
     std::uint32_t groups_ = 0;
+    static constexpr std::uint64_t kKeptBounceBytes = 4 << 20;
+    std::vector<std::unique_ptr<TcaBuffer>> kept_bounces_;  // oldest first
+    std::uint64_t kept_bounce_bytes_ = 0;
 
     int async_fd_ = -1;
     std::mutex async_lock_;

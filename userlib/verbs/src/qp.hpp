@@ -188,7 +188,8 @@ private:
     void check_timers(std::uint64_t now);
     void fail(SendOp& op, ibv_wc_status st);
     bool get_bounce(std::uint64_t bytes, Bounce* out);
-    void put_bounce(Bounce& b) noexcept;
+    // answered: no request of the operation can still write into it.
+    void put_bounce(Bounce& b, bool answered = false) noexcept;
     int remote_mr(std::uint32_t rkey, RemoteRange** out);
     ibv_wc_status check_remote(SendOp& op, std::uint32_t need, RemoteRange** mr,
                                std::uint64_t* off);

@@ -838,18 +838,25 @@ bool Qp::get_bounce(std::uint64_t bytes, Bounce* out) {
         out->p = bounce_area_.bytes() + slot * kBounceSlot;  // 64-byte aligned
         return true;
     }
-    auto b = std::make_unique<TcaBuffer>();
-    if (b->alloc(bytes))
-        return false;
+    std::unique_ptr<TcaBuffer> b = eng_.take_bounce(bytes);
+    if (!b) {
+        b = std::make_unique<TcaBuffer>();
+        if (b->alloc(bytes))
+            return false;
+    }
     out->p = b->bytes();
     out->own = std::move(b);
     return true;
 }
 
-void Qp::put_bounce(Bounce& b) noexcept {
+void Qp::put_bounce(Bounce& b, bool answered) noexcept {
     if (b.slot >= 0)
         bounce_free_ |= 1u << b.slot;
     b.slot = -1;
+    // A buffer a request may still answer into (one that failed or timed
+    // out) is freed: libtca keeps it until no late answer can come.
+    if (answered)
+        eng_.keep_bounce(std::move(b.own));
     b.own.reset();
     b.p = nullptr;
 }
@@ -892,7 +899,7 @@ void Qp::poll_rp(SendOp& op) {
         }
     }
     op.rp.clear();
-    put_bounce(op.bounce);
+    put_bounce(op.bounce, op.status == IBV_WC_SUCCESS);
     if (op.counts_rd) {
         op.counts_rd = false;
         --rd_inflight_;
@@ -923,7 +930,7 @@ void Qp::complete_sq() {
             return;
         }
         op.stage = SendOp::Stage::Done;
-        put_bounce(op.bounce);
+        put_bounce(op.bounce, true);  // its DMA run ended: nothing reads it any more
     }
     while (!sq_.empty() && sq_.front().stage == SendOp::Stage::Done) {
         SendOp& op = sq_.front();
