@@ -236,6 +236,17 @@ struct Dev {
     }
 };
 
+// The address of a peer's port (a connected QP's path, a UD address handle).
+ibv_ah_attr ah_attr_of(const Dest& r) {
+    ibv_ah_attr a{};
+    a.dlid = r.lid;
+    a.port_num = 1;
+    a.is_global = 1;
+    a.grh.dgid = r.gid;
+    a.grh.hop_limit = 1;
+    return a;
+}
+
 struct Qp {
     ibv_qp* qp = nullptr;
     std::uint32_t psn;
@@ -274,11 +285,7 @@ struct Qp {
         m.rq_psn = r.psn;
         m.max_dest_rd_atomic = 16;
         m.min_rnr_timer = min_rnr_timer;
-        m.ah_attr.dlid = r.lid;
-        m.ah_attr.port_num = 1;
-        m.ah_attr.is_global = 1;
-        m.ah_attr.grh.dgid = r.gid;
-        m.ah_attr.grh.hop_limit = 1;
+        m.ah_attr = ah_attr_of(r);
         if (int rc =
                 ibv_modify_qp(qp, &m,
                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -1122,19 +1129,10 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
         [](Link& link, Dev& d, Qp& second) { second.connect_over(link, d); });
 }
 
-// ---- hold --------------------------------------------------------------------------------------
-
 // ---- udgone --------------------------------------------------------------------------------
 
 constexpr std::uint32_t kUdQkey = 0x11111111;
 constexpr std::size_t kUdMsg = 64;
-
-struct UdAddr {
-    std::uint32_t qpn;
-    std::uint16_t lid;
-    std::uint8_t pad[2];
-    ibv_gid gid;
-};
 
 // A UD QP in RTS on the device's CQ.
 ibv_qp* ud_qp(Dev& d, std::uint32_t max_send) {
@@ -1173,7 +1171,7 @@ void udgone_test(const char* server, int port, std::uint64_t count) {
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
     if (!server) {
         ibv_qp* gone = ud_qp(d, 16);
-        const UdAddr old{gone->qp_num, d.port.lid, {}, d.gid};
+        const Dest old{gone->qp_num, 0, d.port.lid, {}, d.gid};
         link.send(&old, sizeof old);
         if (ibv_destroy_qp(gone))
             fail("ibv_destroy_qp");
@@ -1183,7 +1181,7 @@ void udgone_test(const char* server, int port, std::uint64_t count) {
         post_recv(qp, 1,
                   ibv_sge{reinterpret_cast<std::uintptr_t>(buf.data()),
                           static_cast<std::uint32_t>(buf.size()), mr->lkey});
-        const UdAddr fresh{qp->qp_num, d.port.lid, {}, d.gid};
+        const Dest fresh{qp->qp_num, 0, d.port.lid, {}, d.gid};
         link.send(&fresh, sizeof fresh);
         const ibv_wc wc = wait_wc(d.cq, 1)[0];
         if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != 40 + kUdMsg)
@@ -1197,15 +1195,10 @@ void udgone_test(const char* server, int port, std::uint64_t count) {
              count);
         return;
     }
-    UdAddr old{};
+    Dest old{};
     link.must_recv(&old, sizeof old);
     ibv_qp* qp = ud_qp(d, 16);
-    ibv_ah_attr at{};
-    at.dlid = old.lid;
-    at.port_num = 1;
-    at.is_global = 1;
-    at.grh.dgid = old.gid;
-    at.grh.hop_limit = 1;
+    ibv_ah_attr at = ah_attr_of(old);
     ibv_ah* ah = ibv_create_ah(d.pd, &at);
     if (!ah)
         fail("ibv_create_ah: %s", std::strerror(errno));
@@ -1229,7 +1222,7 @@ void udgone_test(const char* server, int port, std::uint64_t count) {
         send_to(old.qpn, i);
     const double took = now_s() - t0;
     link.sync(2);
-    UdAddr fresh{};
+    Dest fresh{};
     link.must_recv(&fresh, sizeof fresh);
     send_to(fresh.qpn, count);
     link.sync(3);
@@ -1363,6 +1356,8 @@ void remr_test(const char* server, int port) {
     pass("%d Writes and %d Reads through %d MRs, all succeeded and read back", kRemrCases * 2,
          kRemrCases * 2, kRemrCases);
 }
+
+// ---- hold --------------------------------------------------------------------------------------
 
 void hold_test(std::uint64_t mib) {
     Dev d;
