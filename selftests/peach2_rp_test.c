@@ -135,27 +135,6 @@ static struct peach2_rp_submit rp_atomic(uint32_t node, uint32_t op,
 	return s;
 }
 
-/* Wait for the record's tag (acquire), copy the record out. 0 or ETIMEDOUT. */
-static int wait_cpl(const uint8_t *rec, uint64_t tag, struct peach2_rp_cpl *out,
-		    double seconds)
-{
-	const struct peach2_rp_cpl *c = (const void *)rec;
-	double end = now_s() + seconds;
-	long spins = 0;
-
-	for (;;) {
-		if (__atomic_load_n(&c->tag, __ATOMIC_ACQUIRE) == tag) {
-			memcpy(out, (const void *)c, sizeof(*out));
-			return 0;
-		}
-		if (++spins % 1024 == 0) {
-			if (now_s() > end)
-				return ETIMEDOUT;
-			usleep(100);
-		}
-	}
-}
-
 /*
  * Submit @s and wait for its completion record (at s->cpl_offset of
  * @cplbuf, cleared first). 0, an errno of the ioctl, or ETIMEDOUT.

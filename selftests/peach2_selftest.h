@@ -165,6 +165,30 @@ static inline double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Wait up to @seconds for a read-proxy completion record at @rec to carry
+ * @tag (acquire), then copy it out. 0 or ETIMEDOUT.
+ */
+static inline int wait_cpl(const uint8_t *rec, uint64_t tag, struct peach2_rp_cpl *out,
+			   double seconds)
+{
+	const struct peach2_rp_cpl *c = (const void *)rec;
+	double end = now_s() + seconds;
+	long spins = 0;
+
+	for (;;) {
+		if (__atomic_load_n(&c->tag, __ATOMIC_ACQUIRE) == tag) {
+			memcpy(out, (const void *)c, sizeof(*out));
+			return 0;
+		}
+		if (++spins % 1024 == 0) {
+			if (now_s() > end)
+				return ETIMEDOUT;
+			usleep(100);
+		}
+	}
+}
+
 /* A buffer of the card (PEACH2_IOC_ALLOC), mapped read/write. */
 struct mbuf {
 	struct peach2_alloc a;

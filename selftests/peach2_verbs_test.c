@@ -131,12 +131,11 @@ FIXTURE_TEARDOWN(verbs)
 static int lookup(FIXTURE_DATA(verbs) *self, uint32_t kind, uint32_t name, uint64_t offset,
 		  struct peach2_lookup **out)
 {
-	struct peach2_rp_cpl *c = (struct peach2_rp_cpl *)self->cpl.p;
+	struct peach2_rp_cpl c;
 	struct peach2_rp_submit s;
-	double end = now_s() + WAIT_S;
 
 	memset(self->reply.p, 0, PAGE);
-	memset(c, 0, sizeof(*c));
+	memset(self->cpl.p, 0, sizeof(c));
 	memset(&s, 0, sizeof(s));
 	s.node = self->info.node_id;
 	s.op = PEACH2_RP_OP_LOOKUP;
@@ -146,15 +145,10 @@ static int lookup(FIXTURE_DATA(verbs) *self, uint32_t kind, uint32_t name, uint6
 	s.len = PEACH2_LOOKUP_MAX;
 	s.reply_handle = self->reply.a.handle;
 	s.cpl_handle = self->cpl.a.handle;
-	if (xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s))
+	if (xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s) || wait_cpl(self->cpl.p, s.tag, &c, WAIT_S))
 		return -1;
-	while (__atomic_load_n(&c->tag, __ATOMIC_ACQUIRE) != s.tag) {
-		if (now_s() > end)
-			return -1;
-		usleep(100);
-	}
 	*out = (struct peach2_lookup *)self->reply.p;
-	return (int)c->status;
+	return (int)c.status;
 }
 
 TEST_F(verbs, pin_validation)
@@ -469,14 +463,13 @@ TEST_F(verbs, lookup_of_own_names)
 static void lookup_misses(struct __test_metadata *_metadata, FIXTURE_DATA(verbs) *self,
 			  uint32_t name, int vary, int n)
 {
-	struct peach2_rp_cpl *c = (struct peach2_rp_cpl *)self->cpl.p;
 	struct peach2_rp_submit s;
+	struct peach2_rp_cpl c;
 	uint64_t tags[100];
-	double end;
 	int i;
 
 	ASSERT_GE(100, n);
-	memset(c, 0, PAGE);
+	memset(self->cpl.p, 0, PAGE);
 	for (i = 0; i < n; i++) {
 		memset(&s, 0, sizeof(s));
 		s.node = self->info.node_id;
@@ -486,18 +479,15 @@ static void lookup_misses(struct __test_metadata *_metadata, FIXTURE_DATA(verbs)
 		s.len = PEACH2_LOOKUP_MAX;
 		s.reply_handle = self->reply.a.handle;
 		s.cpl_handle = self->cpl.a.handle;
-		s.cpl_offset = sizeof(*c) * (uint64_t)(i + 1);
+		s.cpl_offset = sizeof(c) * (uint64_t)(i + 1);
 		ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
 		tags[i] = s.tag;
 	}
-	end = now_s() + WAIT_S;
 	for (i = 0; i < n; i++) {
-		while (__atomic_load_n(&c[i + 1].tag, __ATOMIC_ACQUIRE) != tags[i]) {
-			ASSERT_GT(end, now_s()) TH_LOG("lookup %d: no answer", i);
-			usleep(100);
-		}
-		ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c[i + 1].status)
-			TH_LOG("lookup %d: status %u", i, c[i + 1].status);
+		ASSERT_EQ(0, wait_cpl(self->cpl.p + sizeof(c) * (i + 1), tags[i], &c, WAIT_S))
+			TH_LOG("lookup %d: no answer", i);
+		ASSERT_EQ((uint32_t)PEACH2_ERR_RP_NOT_EXPORTED, c.status)
+			TH_LOG("lookup %d: status %u", i, c.status);
 	}
 }
 
