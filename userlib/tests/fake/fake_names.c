@@ -152,19 +152,11 @@ static int pin_move(void *fresh, void *at, uint64_t len)
 	return rc;
 }
 
-/* Is [at, at + len) still mapped from this node's mem file at @file_off
- * (moved there by a PIN, not unmapped or replaced since)? The file is known
- * by its device and inode, as /proc/self/maps gives them. */
-static int still_in_mem(uint64_t at, uint64_t len, uint64_t file_off)
+/* Is [at, at + len) still mapped from this node's mem file @mem at
+ * @file_off (moved there by a PIN, not unmapped or replaced since)? The
+ * file is known by its device and inode, as /proc/self/maps gives them. */
+static int still_in_mem(const struct stat *mem, uint64_t at, uint64_t len, uint64_t file_off)
 {
-	struct stat st;
-	int mem = fake_mem_fd();
-	if (mem < 0)
-		return 0;
-	const int ok = fstat(mem, &st) == 0;
-	close(mem);
-	if (!ok)
-		return 0;
 	FILE *maps = fopen("/proc/self/maps", "re");
 	char line[4400];
 	int found = 0;
@@ -175,7 +167,7 @@ static int still_in_mem(uint64_t at, uint64_t len, uint64_t file_off)
 			continue;
 		if (at < lo || at >= hi)
 			continue;
-		found = at + len <= hi && ino == st.st_ino && makedev(maj, min) == st.st_dev &&
+		found = at + len <= hi && ino == mem->st_ino && makedev(maj, min) == mem->st_dev &&
 			off + (at - lo) == file_off;
 		break;
 	}
@@ -188,13 +180,19 @@ static int still_in_mem(uint64_t at, uint64_t len, uint64_t file_off)
  * buffer on the same pieces of mem<node> (NULL if there is none). */
 static struct fake_alloc *pinned_again(uint64_t first, uint64_t size)
 {
-	for (uint32_t i = 0; i < nr_allocs && nr_allocs < MAX_ALLOCS; ++i) {
+	struct stat mem;
+	const int fd = fake_mem_fd();
+	if (fd < 0)
+		return NULL;
+	const int known = fstat(fd, &mem) == 0;
+	close(fd);
+	for (uint32_t i = 0; known && i < nr_allocs && nr_allocs < MAX_ALLOCS; ++i) {
 		const struct fake_alloc *e = &allocs[i];
 		if (!e->pinned || e->pinned_at != first || e->size != size)
 			continue;
 		int in_place = 1;
 		for (uint32_t k = 0; k < e->nr && in_place; ++k)
-			in_place = still_in_mem(first + e->chunk[k].offset, e->chunk[k].len,
+			in_place = still_in_mem(&mem, first + e->chunk[k].offset, e->chunk[k].len,
 						PEACH2_ADDR_OFFSET(e->chunk[k].global_addr));
 		if (!in_place)
 			continue;
