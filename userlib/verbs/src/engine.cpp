@@ -220,10 +220,9 @@ int Engine::get_async_event(ibv_async_event* ev) {
 
 void Engine::progress_qp(Qp* qp) { qp->progress(now()); }
 
-void Engine::progress_cq(Cq* cq) {
-    const std::uint64_t t = now();
+void Engine::progress_cq(Cq* cq, std::uint64_t now) {
     for (Qp* qp : cq->qps)
-        qp->progress(t);
+        qp->progress(now);
 }
 
 void Engine::progress_all() {

@@ -83,11 +83,18 @@ public:
 
     // ---- progress ----
     // Called by verbs the program makes (under lock): progress on these QPs.
-    void progress_cq(Cq* cq);
+    // `now`: the clock as the verb read it (touch()).
+    void progress_cq(Cq* cq, std::uint64_t now);
     void progress_qp(Qp* qp);
     void progress_all();
     // The program is active: the progress thread stays out of its way.
-    void touch() noexcept { last_call_ns_.store(now(), std::memory_order_relaxed); }
+    // Returns the time it read, for the rest of the verb: one clock read
+    // per call (under TCG each is a vDSO call and an emulated rdtsc).
+    std::uint64_t touch() noexcept {
+        const std::uint64_t t = now();
+        last_call_ns_.store(t, std::memory_order_relaxed);
+        return t;
+    }
     // A thread of the program blocks in ibv_get_cq_event (+1) or is back (-1):
     // it waits for the progress thread, however recently it called.
     void event_waiters(int delta) noexcept {

@@ -367,7 +367,7 @@ int Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 
 // ---- receive WRs ---------------------------------------------------------------------
 
-int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
+int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now) {
     for (; wr; wr = wr->next) {
         int err = 0;
         if (srq_)
@@ -387,7 +387,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad) {
     if (state() == IBV_QPS_ERR)
         flush();
     else
-        progress(Engine::now());
+        progress(now);
     return 0;
 }
 

@@ -132,8 +132,9 @@ public:
     // c: prepare_connect's result for this modify (or nullptr: prepared here).
     int modify(ibv_qp_attr* attr, int mask, Connection* c = nullptr);
     int query(ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
-    int post_send(ibv_send_wr* wr, ibv_send_wr** bad);
-    int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad);
+    // `now`: the verb's clock read (Engine::touch).
+    int post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now);
+    int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now);
 
     // ---- progress ----
     // Everything that can move without blocking: arrivals, acknowledgements,

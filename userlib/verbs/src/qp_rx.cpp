@@ -20,10 +20,8 @@ std::uint64_t Qp::load_ctrl(std::uint32_t off) const noexcept {
 // One 8-byte store into the peer's control page (PIO: acks, NAKs and retry
 // tokens carry no data, so they may pass this QP's DMA).
 void Qp::put_word(std::uint64_t off, std::uint64_t v) {
-    std::vector<RemoteRange::Piece> p;
-    if (!peer_.valid() || peer_lost_ || peer_.pieces(off, sizeof v, &p))
-        return;
-    tcaPut(p[0].h, p[0].hoff, &v, sizeof v);
+    if (peer_.valid() && !peer_lost_)
+        peer_.put(off, &v, sizeof v);
 }
 
 // An explicit acknowledgement costs a link packet, and most are not needed:
@@ -40,8 +38,9 @@ void Qp::send_ack(bool force) {
         ack_due_ns_ = 0;
         return;
     }
-    const std::uint64_t now = Engine::now();
     if (!force && owed < std::max<std::uint32_t>(1, ll_slots_ / 4) && hb_owed_ < hb_bytes_ / 4) {
+        // Unforced acks come at the end of progress(): its clock read.
+        const std::uint64_t now = progressed_ns_;
         if (!ack_due_ns_)
             ack_due_ns_ = now + kAckDelayNs;
         if (now < ack_due_ns_)
@@ -118,7 +117,7 @@ void Qp::poll_rx() {
         wire::Header h;
         if (lp.sent == want) {
             if (tx_ && tx_->ack(lp.acked))
-                progress_ns_ = Engine::now();
+                progress_ns_ = progressed_ns_;
             std::memcpy(&h, slot, sizeof h);
             if (!take_packet(slot, h, 0))
                 break;
@@ -126,7 +125,7 @@ void Qp::poll_rx() {
         }
         const wire::Pair hp = wire::unpack(load_ctrl(wire::kHbPairOff));
         if (tx_ && tx_->ack(hp.acked))
-            progress_ns_ = Engine::now();
+            progress_ns_ = progressed_ns_;
         bool took = false;
         while (rx_->hb_pending(hp.sent)) {
             const unsigned char* rec = hb + rx_->hb_offset();

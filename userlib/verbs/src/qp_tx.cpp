@@ -75,17 +75,11 @@ bool dma_ok(std::uint64_t src, std::uint64_t dst, std::uint64_t len) noexcept {
     return len > 0 && peach2_dma_align_rule(src, dst, len) == PEACH2_DMA_RULE_OK;
 }
 
-std::uint64_t global_of(const tcaHandle* h, std::uint64_t off) noexcept {
-    std::uint64_t ga = 0;
-    tcaRemoteAddress(h, off, &ga);
-    return ga;
-}
-
 }  // namespace
 
 // ---- posting -----------------------------------------------------------------------
 
-int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
+int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
     const bool ud = abi_.qp_base.qp_type == IBV_QPT_UD;
     for (; wr; wr = wr->next) {
         int err = 0;
@@ -160,7 +154,7 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad) {
     if (state() == IBV_QPS_ERR)
         flush();  // posted in ERR: flushed at once
     else
-        progress(Engine::now());
+        progress(now);
     return 0;
 }
 
@@ -180,7 +174,7 @@ void Qp::advance_sq(std::uint64_t now) {
     }
 }
 
-Qp::Start Qp::start(SendOp& op, std::uint64_t) {
+Qp::Start Qp::start(SendOp& op, std::uint64_t now) {
     if (peer_lost_) {
         op.status = IBV_WC_RETRY_EXC_ERR;
         return Start::Failed;
@@ -199,7 +193,7 @@ Qp::Start Qp::start(SendOp& op, std::uint64_t) {
     if (r == Start::Done && op.stage != SendOp::Stage::Sending)
         op.stage = SendOp::Stage::Waiting;
     if (r == Start::Done && tx_ && !tx_->all_acked() && progress_ns_ == 0)
-        progress_ns_ = Engine::now();
+        progress_ns_ = now;
     return r;
 }
 
@@ -296,16 +290,15 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
     const std::uint64_t pair = wire::pack(wire::Pair{h.seq, rx_->consumed()});
     std::memcpy(s + wire::kLlPairOff, &pair, sizeof pair);
 
-    std::vector<RemoteRange::Piece> pieces;
-    if (peer_.pieces(off, wire::kLlSlot, &pieces) || pieces.size() != 1)
-        return false;
-    const RemoteRange::Piece& p = pieces[0];
     if (loopback_ || (!eng_.tune().ll_dma && dma_idle())) {
         const std::size_t body = (sizeof h + len + 7) & ~std::size_t{7};
-        if (tcaPut(p.h, p.hoff, s, body) ||
-            tcaPut(p.h, p.hoff + wire::kLlPairOff, &pair, sizeof pair))
+        if (peer_.put(off, s, body) || peer_.put(off + wire::kLlPairOff, &pair, sizeof pair))
             return false;
     } else {
+        std::vector<RemoteRange::Piece> pieces;
+        if (peer_.pieces(off, wire::kLlSlot, &pieces) || pieces.size() != 1)
+            return false;
+        const RemoteRange::Piece& p = pieces[0];
         tcaChain& c = ll_chains_[slot];
         tcaDmaOpts o{};
         o.channel = TCA_DMA_CHANNEL(dma_channel_);
@@ -406,13 +399,13 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
     // this QP's earlier runs.
     if (loopback_ || (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader &&
                       dma_idle())) {
-        // The same list by PIO: each tcaPut ends with a store fence, so
+        // The same list by PIO: each put ends with a store fence, so
         // the pair lands after the record.
         for (const tcaDmaXfer& x : xfers)
-            if (tcaPut(x.dst, x.dst_offset, x.src, x.len))
+            if (put_at(*x.dst, x.dst_offset, x.src, x.len))
                 return Emit::Error;
         const std::uint64_t v = wire::pack(wire::Pair{records, rx_->consumed()});
-        if (tcaPut(ctrl[0].h, ctrl[0].hoff, &v, sizeof v))
+        if (put_at(*ctrl[0].h, ctrl[0].hoff, &v, sizeof v))
             return Emit::Error;
         *seq_out = tx_->push_hb(bytes, at);
         acked_sent_ = rx_->consumed();
@@ -567,7 +560,7 @@ Qp::Start Qp::start_write(SendOp& op) {
             return Start::Failed;
         }
     }
-    const std::uint64_t dst0 = mr ? global_of(pieces[0].h, pieces[0].hoff) : 0;
+    const std::uint64_t dst0 = mr ? global_at(*pieces[0].h, pieces[0].hoff) : 0;
     const std::uint64_t head = (4 - dst0 % 4) % 4;
     const std::uint64_t tail = (dst0 + op.total) % 4;
     const bool pio = loopback_ || op.total <= eng_.tune().pio_max || op.total < head + tail + 4;
@@ -591,7 +584,7 @@ Qp::Start Qp::start_write(SendOp& op) {
         for (const RemoteRange::Piece& p : pieces) {
             const std::uint64_t lo = std::max(p.pos, from),
                                 hi = std::min(p.pos + p.len, from + len);
-            if (lo < hi && tcaPut(p.h, p.hoff + (lo - p.pos), tmp.data() + (lo - from), hi - lo))
+            if (lo < hi && put_at(*p.h, p.hoff + (lo - p.pos), tmp.data() + (lo - from), hi - lo))
                 return false;
         }
         return true;
@@ -629,7 +622,7 @@ Qp::Start Qp::start_write(SendOp& op) {
                 if (lo >= hi)
                     continue;
                 const std::uint64_t src = s.addr + (lo - at);
-                const std::uint64_t dst = global_of(p.h, p.hoff + (lo - p.pos));
+                const std::uint64_t dst = global_at(*p.h, p.hoff + (lo - p.pos));
                 if (!dma_ok(src, dst, hi - lo)) {
                     direct = false;
                     break;
@@ -752,7 +745,7 @@ Qp::Start Qp::start_read(SendOp& op) {
             return Start::Failed;
         }
         for (const RemoteRange::Piece& p : pieces)
-            direct = direct && dma_ok(op.sge[0].addr + p.pos, global_of(p.h, p.hoff), p.len);
+            direct = direct && dma_ok(op.sge[0].addr + p.pos, global_at(*p.h, p.hoff), p.len);
     }
     std::uint64_t r0 = off, len = op.total;
     if (!direct) {
@@ -768,7 +761,7 @@ Qp::Start Qp::start_read(SendOp& op) {
             op.status = IBV_WC_LOC_QP_OP_ERR;
             return Start::Failed;
         }
-        op.bounce_off = global_of(pieces[0].h, pieces[0].hoff) & 15;
+        op.bounce_off = global_at(*pieces[0].h, pieces[0].hoff) & 15;
     }
     op.rp.resize(pieces.size());
     for (std::size_t i = 0; i < pieces.size(); ++i) {

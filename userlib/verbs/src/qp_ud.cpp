@@ -149,9 +149,9 @@ Qp::Start Qp::start_ud(SendOp& op) {
     if ((op.total <= eng_.tune().pio_max && dma_idle()) || op.ud_node == eng_.node_id()) {
         for (const RemoteRange::Piece& p : pieces) {
             if (p.pos < body)
-                tcaPut(p.h, p.hoff, b + p.pos, std::min(p.len, body - p.pos));
+                put_at(*p.h, p.hoff, b + p.pos, std::min(p.len, body - p.pos));
             if (p.pos <= wire::kUdPairOff && wire::kUdPairOff < p.pos + p.len)
-                tcaPut(p.h, p.hoff + (wire::kUdPairOff - p.pos), &pair, sizeof pair);
+                put_at(*p.h, p.hoff + (wire::kUdPairOff - p.pos), &pair, sizeof pair);
         }
         put_bounce(op.bounce);
         return Start::Done;

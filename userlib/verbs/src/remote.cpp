@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "remote.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "log.hpp"
@@ -12,6 +13,35 @@ std::uint64_t now_ns() noexcept {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
            static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int put_at(const tcaHandle& h, std::uint64_t hoff, const void* src, std::uint64_t len) noexcept {
+    if (hoff > h.size || len > h.size - hoff)
+        return TCA_ERANGE;
+    const auto* s = static_cast<const unsigned char*>(src);
+    for (unsigned i = 0; i < h.nr_chunks && len; ++i) {
+        const tcaChunk& c = h.chunks[i];
+        if (hoff >= c.len) {
+            hoff -= c.len;
+            continue;
+        }
+        const std::uint64_t n = std::min(c.len - hoff, len);
+        if (int rc = tcaPutRaw(c.global_addr + hoff, s, n))
+            return rc;
+        s += n;
+        len -= n;
+        hoff = 0;
+    }
+    return len ? TCA_ERANGE : 0;
+}
+
+std::uint64_t global_at(const tcaHandle& h, std::uint64_t hoff) noexcept {
+    for (unsigned i = 0; i < h.nr_chunks; ++i) {
+        if (hoff < h.chunks[i].len)
+            return h.chunks[i].global_addr + hoff;
+        hoff -= h.chunks[i].len;
+    }
+    return 0;
 }
 
 void RemoteRange::set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept {
@@ -58,6 +88,23 @@ int RemoteRange::renewed(int rc, const tcaNameInfo& n, std::uint64_t now) {
         return TCA_ENOTEXPORTED;
     }
     set_lease(now, n.lease_ms);
+    return 0;
+}
+
+int RemoteRange::put(std::uint64_t off, const void* src, std::uint64_t len) {
+    if (segs_.empty() || off > size() || len > size() - off)
+        return TCA_ERANGE;
+    // The common case (a QP's slot, a pair, a word): inside the first
+    // segment, no list to build.
+    const tcaNameInfo& s0 = segs_.front();
+    if (off + len <= s0.handle.size)
+        return put_at(s0.handle, off, src, len);
+    std::vector<Piece> p;
+    if (int rc = pieces(off, len, &p))
+        return rc;
+    for (const Piece& x : p)
+        if (int rc = put_at(*x.h, x.hoff, static_cast<const unsigned char*>(src) + x.pos, x.len))
+            return rc;
     return 0;
 }
 

@@ -36,6 +36,9 @@ public:
     // Splits [off, off + len) at handle boundaries, looking up the parts of
     // the range not seen yet. 0, TCA_ERANGE, or a lookup error.
     int pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>* out);
+    // PIO of [off, off + len) from src (see put_at): 0, TCA_ERANGE, or a
+    // lookup error. Nothing is stored unless the whole range is known.
+    int put(std::uint64_t off, const void* src, std::uint64_t len);
 
     // Is a renewal due (half the lease gone) / the lease over?
     bool renewal_due(std::uint64_t now_ns) const noexcept { return now_ns >= renew_ns_; }
@@ -55,6 +58,20 @@ private:
     std::uint64_t renew_ns_ = 0;
     std::uint64_t expire_ns_ = 0;
 };
+
+// The handles a RemoteRange holds come from tcaLookupName, which built them
+// from checked pieces of the target's memory; they live in this library's
+// memory and never change. So the data path uses their chunk lists as they
+// are: tcaPut and tcaRemoteAddress hash the whole 256-byte handle again on
+// every call to catch forged ones, which was half the instructions of an
+// 8-byte Send (docs/notes.md, eleventh session).
+//
+// PIO of `len` bytes from src to [hoff, hoff + len) of *h: a tcaPutRaw (the
+// stores, then a store fence) per physically contiguous piece. 0 or a libtca
+// code (TCA_ERANGE outside the handle or the window).
+int put_at(const tcaHandle& h, std::uint64_t hoff, const void* src, std::uint64_t len) noexcept;
+// The global address of byte `hoff` of *h (0 if hoff is past its end).
+std::uint64_t global_at(const tcaHandle& h, std::uint64_t hoff) noexcept;
 
 std::uint64_t now_ns() noexcept;
 

@@ -40,9 +40,7 @@ std::uint32_t TxRings::push_hb(std::uint64_t bytes, const HbPlace& at) noexcept 
     return ++sent_;
 }
 
-bool TxRings::ack(std::uint32_t acked) noexcept {
-    if (!seq_before(acked_, acked) || seq_before(sent_, acked))
-        return false;
+void TxRings::retire(std::uint32_t acked) noexcept {
     while (acked_ != acked) {
         const Sent s = unacked_.front();
         unacked_.pop_front();
@@ -52,7 +50,6 @@ bool TxRings::ack(std::uint32_t acked) noexcept {
             --ll_used_;
         ++acked_;
     }
-    return true;
 }
 
 }  // namespace pv

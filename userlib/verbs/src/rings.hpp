@@ -56,12 +56,20 @@ public:
     std::uint32_t hb_records() const noexcept { return hb_records_; }
 
     // The peer consumed every packet up to seq `acked` (a count). Stale or
-    // impossible values (beyond what was sent) are ignored: false.
-    bool ack(std::uint32_t acked) noexcept;
+    // impossible values (beyond what was sent) are ignored: false. Inline:
+    // every poll of every QP asks it, and it is almost always "nothing new".
+    bool ack(std::uint32_t acked) noexcept {
+        if (!seq_before(acked_, acked) || seq_before(sent_, acked))
+            return false;
+        retire(acked);
+        return true;
+    }
 
     std::uint32_t max_packet() const noexcept { return hb_bytes_ / 2; }
 
 private:
+    void retire(std::uint32_t acked) noexcept;
+
     struct Sent {
         bool hb;
         std::uint64_t hb_bytes;  // bytes of the ring it holds (padding and WRAP included)

@@ -159,8 +159,7 @@ int poll_cq(ibv_cq* abi, int num, ibv_wc* wc) {
     Engine& e = engine_of(abi->context);
     Cq* cq = owner<Cq>(abi);
     std::lock_guard<std::mutex> g(e.lock());
-    e.touch();
-    e.progress_cq(cq);
+    e.progress_cq(cq, e.touch());
     int n = 0;
     while (n < num && !cq->entries.empty()) {
         wc[n++] = cq->entries.front();

@@ -86,15 +86,13 @@ ibv_qp* create_qp(ibv_context* context, ibv_qp_init_attr_ex* a) {
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     Engine& e = engine_of(qp->context);
     std::lock_guard<std::mutex> g(e.lock());
-    e.touch();
-    return Qp::of(qp)->post_send(wr, bad);
+    return Qp::of(qp)->post_send(wr, bad, e.touch());
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     Engine& e = engine_of(qp->context);
     std::lock_guard<std::mutex> g(e.lock());
-    e.touch();
-    return Qp::of(qp)->post_recv(wr, bad);
+    return Qp::of(qp)->post_recv(wr, bad, e.touch());
 }
 
 int post_srq_recv(ibv_srq* abi, ibv_recv_wr* wr, ibv_recv_wr** bad) {
