@@ -21,7 +21,8 @@
 //            malloc'ed 4 MiB MR into malloc'ed memory, several in flight:
 //            every byte checked
 //   stream   COUNT messages (Send and Write with Immediate, sizes 1 B ..
-//            64 KiB) with a sequence number and checksum each; the server
+//            64 KiB; small Writes across a page boundary of the server's
+//            buffer) with a sequence number and checksum each; the server
 //            checks every one: none lost, duplicated or corrupt
 //   peer     the client streams Sends (a window of 16 outstanding, sizes
 //            of both rings) to the server, which dies mid-stream: it
@@ -807,6 +808,12 @@ void fill(unsigned char* p, std::size_t n, std::uint64_t seed, std::uint64_t i) 
     std::memcpy(p, &i, std::min<std::size_t>(n, 8));  // sequence number first
 }
 
+// Where in its write slot a Write with Immediate of n bytes lands: small
+// ones (stored by PIO) straddle the slot's first page boundary, so that one
+// Write covers two pages of the server's malloc'ed buffer (two pieces of its
+// MR, physically apart in a guest); larger ones at the slot's start.
+std::size_t write_offset(std::size_t n) { return n <= 1024 ? 4096 - n / 2 : 0; }
+
 void stream_test(const char* server, int port, std::uint64_t count, std::uint64_t seed) {
     Dev d;
     Link link(server, port);
@@ -844,7 +851,8 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
             if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
                 // The Write went to the slot named by the immediate.
                 ++writes;
-                got = buf.data() + (kWindow + ntohl(wc.imm_data) % kWindow) * kMaxMsg;
+                got = buf.data() + (kWindow + ntohl(wc.imm_data) % kWindow) * kMaxMsg +
+                      write_offset(msg_size(seed, i));
             }
             if (wc.byte_len != n)
                 fail("message %" PRIu64 ": %u bytes, want %zu", i, wc.byte_len, n);
@@ -887,7 +895,7 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
                 w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
                 const std::uint32_t target = static_cast<std::uint32_t>((posted / 8) % kWindow);
                 w.imm_data = htonl(target);
-                w.wr.rdma.remote_addr = pk.addr + (kWindow + target) * kMaxMsg;
+                w.wr.rdma.remote_addr = pk.addr + (kWindow + target) * kMaxMsg + write_offset(n);
                 w.wr.rdma.rkey = pk.rkey;
             } else {
                 w.opcode = IBV_WR_SEND;
