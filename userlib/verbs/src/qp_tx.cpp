@@ -981,7 +981,8 @@ void Qp::check_timers(std::uint64_t now) {
     }
     const std::uint64_t ib_ns = 4096ull << std::min<std::uint32_t>(attr_.timeout, 31);
     const std::uint64_t floor_ns = eng_.tune().ack_timeout_min_ms * 1000000ull;
-    // (progress_ns_ may be a little after `now`: another thread's clock read)
+    // (defensive: every time given to progress() is read under the engine
+    // lock, so progress_ns_ does not run ahead of `now`)
     if (now < progress_ns_ || now - progress_ns_ < std::max(ib_ns, floor_ns))
         return;
     progress_ns_ = now;

@@ -808,11 +808,17 @@ void fill(unsigned char* p, std::size_t n, std::uint64_t seed, std::uint64_t i) 
     std::memcpy(p, &i, std::min<std::size_t>(n, 8));  // sequence number first
 }
 
-// Where in its write slot a Write with Immediate of n bytes lands: small
-// ones (stored by PIO) straddle the slot's first page boundary, so that one
-// Write covers two pages of the server's malloc'ed buffer (two pieces of its
-// MR, physically apart in a guest); larger ones at the slot's start.
-std::size_t write_offset(std::size_t n) { return n <= 1024 ? 4096 - n / 2 : 0; }
+// Where in the write slot at address `slot` a Write with Immediate of n
+// bytes lands: small ones (stored by PIO) straddle a page boundary, so that
+// one Write covers two pages of the server's malloc'ed buffer (two pieces of
+// its MR, physically apart in a guest); larger ones at the slot's start.
+// Both sides compute it from the same address (the server's buffer).
+std::size_t write_offset(std::uint64_t slot, std::size_t n) {
+    if (n > 1024)
+        return 0;
+    const std::uint64_t boundary = (slot + 1024 + 4095) & ~std::uint64_t{4095};
+    return boundary - slot - n / 2;  // 512 .. 5119 bytes in: inside the 64 KiB slot
+}
 
 void stream_test(const char* server, int port, std::uint64_t count, std::uint64_t seed) {
     Dev d;
@@ -851,8 +857,8 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
             if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
                 // The Write went to the slot named by the immediate.
                 ++writes;
-                got = buf.data() + (kWindow + ntohl(wc.imm_data) % kWindow) * kMaxMsg +
-                      write_offset(msg_size(seed, i));
+                got = buf.data() + (kWindow + ntohl(wc.imm_data) % kWindow) * kMaxMsg;
+                got += write_offset(reinterpret_cast<std::uintptr_t>(got), msg_size(seed, i));
             }
             if (wc.byte_len != n)
                 fail("message %" PRIu64 ": %u bytes, want %zu", i, wc.byte_len, n);
@@ -895,7 +901,8 @@ void stream_test(const char* server, int port, std::uint64_t count, std::uint64_
                 w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
                 const std::uint32_t target = static_cast<std::uint32_t>((posted / 8) % kWindow);
                 w.imm_data = htonl(target);
-                w.wr.rdma.remote_addr = pk.addr + (kWindow + target) * kMaxMsg + write_offset(n);
+                const std::uint64_t slot_addr = pk.addr + (kWindow + target) * kMaxMsg;
+                w.wr.rdma.remote_addr = slot_addr + write_offset(slot_addr, n);
                 w.wr.rdma.rkey = pk.rkey;
             } else {
                 w.opcode = IBV_WR_SEND;
