@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "remote.hpp"
 
-#include <algorithm>
 #include <ctime>
 
+// libtca's pure handle helpers (its objects are linked into this library).
+#include "../../src/handle.hpp"
+#include "../../src/range.hpp"
 #include "log.hpp"
 
 namespace pv {
@@ -16,32 +18,21 @@ std::uint64_t now_ns() noexcept {
 }
 
 int put_at(const tcaHandle& h, std::uint64_t hoff, const void* src, std::uint64_t len) noexcept {
-    if (hoff > h.size || len > h.size - hoff)
+    if (!tca::range_fits(hoff, len, h.size))
         return TCA_ERANGE;
     const auto* s = static_cast<const unsigned char*>(src);
-    for (unsigned i = 0; i < h.nr_chunks && len; ++i) {
-        const tcaChunk& c = h.chunks[i];
-        if (hoff >= c.len) {
-            hoff -= c.len;
-            continue;
-        }
-        const std::uint64_t n = std::min(c.len - hoff, len);
-        if (int rc = tcaPutRaw(c.global_addr + hoff, s, n))
-            return rc;
-        s += n;
-        len -= n;
-        hoff = 0;
-    }
-    return len ? TCA_ERANGE : 0;
+    int rc = 0;
+    tca::for_each_piece(h, hoff, len, [&](std::uint64_t ga, std::uint64_t pos, std::uint64_t n) {
+        if (!rc)
+            rc = tcaPutRaw(ga, s + pos, n);
+    });
+    return rc;
 }
 
 std::uint64_t global_at(const tcaHandle& h, std::uint64_t hoff) noexcept {
-    for (unsigned i = 0; i < h.nr_chunks; ++i) {
-        if (hoff < h.chunks[i].len)
-            return h.chunks[i].global_addr + hoff;
-        hoff -= h.chunks[i].len;
-    }
-    return 0;
+    std::uint64_t ga = 0;
+    tca::handle_address(h, hoff, &ga);
+    return ga;
 }
 
 void RemoteRange::set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept {
