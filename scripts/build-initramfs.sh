@@ -22,6 +22,7 @@
 #   /selftests/*                         $PEACH2_BUILD/selftests/*       (if present)
 #   /usr/lib/firmware/peach2/*.bin       $PEACH2_BUILD/firmware/images/* (if present)
 #   /usr/bin/peach2-rsh (setuid root)    scripts/guest/peach2-rsh.c, the remote-exec agent
+#   /usr/bin/peach2-receive              scripts/guest/peach2-receive, the copy channel's guest end
 #   /etc/peach2/environment              scripts/guest/environment
 #   /etc/profile.d/peach2.sh             scripts/guest/profile.sh
 #   /etc/mdev.conf                       scripts/guest/mdev.conf (the card's node: group tca)
@@ -87,6 +88,7 @@ stage_layer() {
            "$L/etc/profile.d"
   install -m 0755 "$INIT" "$L/usr/sbin/peach2-init"
   install -m 0644 "$KO" "$L/usr/lib/modules/peach2.ko"
+  install -m 0755 "$GUEST_SRC/peach2-receive" "$L/usr/bin/peach2-receive"
   install -m 0644 "$GUEST_SRC/environment" "$L/etc/peach2/environment"
   install -m 0644 "$GUEST_SRC/profile.sh" "$L/etc/profile.d/peach2.sh"
   install -m 0644 "$GUEST_SRC/mdev.conf" "$L/etc/mdev.conf"

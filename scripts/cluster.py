@@ -31,6 +31,9 @@ speaks the command protocol of scripts/guest/init over:
 ttyS2 is a second socket with the same framing (no READY line) for read-only queries beside
 a running command: Cluster.status() collects every node's `peach2-info --json` over it
 (scripts/cluster_status.py prints the table and draws the cabling; docs/status.md).
+Host files go in over a fourth socket, a virtio-serial port named org.peach2.copy (MB/s
+where the UARTs move ~15 KB/s under TCG): Cluster.copy_in() connects, runs
+scripts/guest/peach2-receive on the command channel and writes the file's bytes.
 
 Cabling: N=2: node0.E <-> node1.W; N>=3: a ring,
 node i E <-> node (i+1)%N W. Every cable is one unix socket in the run directory; the
@@ -45,12 +48,10 @@ scripts/lib.sh).
 
 import argparse
 import atexit
-import base64
 import ctypes
 import hashlib
 import os
 import re
-import secrets
 import shlex
 import shutil
 import signal
@@ -249,6 +250,7 @@ def node_paths(run_dir, i, boot=0):
         "chan": os.path.join(run_dir, "chan-%d.sock" % i),
         "info": os.path.join(run_dir, "info-%d.sock" % i),  # status channel (ttyS2)
         "qmp": os.path.join(run_dir, "qmp-%d.sock" % i),    # QMP: fault injection
+        "copy": os.path.join(run_dir, "copy-%d.sock" % i),  # copy channel (virtio-serial)
         "chanlog": os.path.join(run_dir, "chan-%d%s.log" % (i, sfx)),
     }
 
@@ -311,7 +313,7 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
     (the shared-memory rings only) or "socket" (the socket carries everything; TCP
     cables always do)."""
     p = node_paths(run_dir, i, boot)
-    for k in ("console", "chan", "info", "qmp"):
+    for k in ("console", "chan", "info", "qmp", "copy"):
         _check_path(p[k])
     cargs, props = link_args(i, n, run_dir, cables, tcp_ports)
     append = "console=ttyS0 loglevel=%d panic=-1 peach2.node=%d" % (loglevel, i)
@@ -351,9 +353,14 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
         argv += ["-drive", "file=%s,if=none,id=root,format=raw,readonly=on" % _check_path(root_image),
                  "-device", "virtio-blk-pci,drive=root"]
     if network:
-        for p in (mgmtnet.nic_path(run_dir, i), mgmtnet.switch_path(run_dir)):
-            _check_path(p)
+        for path in (mgmtnet.nic_path(run_dir, i), mgmtnet.switch_path(run_dir)):
+            _check_path(path)
         argv += mgmtnet.qemu_args(run_dir, i)
+    # The copy channel (Cluster.copy_in): a virtio-serial port, MB/s where the UART of the
+    # command channel moves ~15 KB/s under TCG.
+    argv += ["-device", "virtio-serial-pci,id=vser0,max_ports=2",
+             "-chardev", "socket,id=copy,path=%s,server=on,wait=off" % p["copy"],
+             "-device", "virtserialport,bus=vser0.0,chardev=copy,name=%s" % COPY_PORT_NAME]
     argv += list(extra_args or [])
     return argv
 
@@ -492,12 +499,15 @@ def _tail(path, nbytes=3000):
 
 
 # ---------------------------------------------------------------------------
-# Host files into the guests (no shared file system): over the command channel, in
-# base64 chunks of one command line each.
+# Host files into the guests (no shared file system): over each node's copy channel, a
+# virtio-serial port whose host end is a unix socket (qemu_argv), received by
+# scripts/guest/peach2-receive.
 
-# Raw bytes per command line: 64 KiB of base64, well under the kernel's 128 KiB limit of
-# one argument (the guest runs each line as `sh -c LINE`).
-COPY_CHUNK = 48 << 10
+COPY_PORT_NAME = "org.peach2.copy"    # the port's name; peach2-receive looks for it
+# A bound for the slowest channel seen (docs/notes.md: ~1 MB/s with the host busy), with
+# room for the command itself under TCG.
+COPY_MIN_RATE = 250000                # bytes/s
+COPY_BASE_TIMEOUT = 60                # s
 
 
 def parse_copy(spec):
@@ -570,6 +580,8 @@ class Node:
         self.info_lock = threading.Lock()  # the status channel: one query at a time
         self.info_sock = None
         self.info_seq = 0
+        self.copy_lock = threading.Lock()  # the copy channel: one file at a time
+        self.copy_sock = None
 
     # -- process --------------------------------------------------------------
     def launch(self):
@@ -579,7 +591,7 @@ class Node:
         self.consoles.append(self.paths["console"])
         argv = c.argv(self.index, self.boot)
         self.close_info()
-        for k in ("chan", "info"):
+        for k in ("chan", "info", "copy"):
             try:  # a stale socket of an earlier boot: connect() must not find it
                 os.unlink(self.paths[k])
             except FileNotFoundError:
@@ -662,6 +674,43 @@ class Node:
         if self.reader is not None:
             self.reader.join(timeout=5)
             self.reader = None
+
+    def open_copy(self, data, timeout):
+        """Connect to the copy channel's host end and write data into it from a thread:
+        (thread, list that gets the writer's OSError, if any). QEMU takes the bytes only
+        while the guest reads the port."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(self.paths["copy"])
+        except OSError as e:
+            s.close()
+            raise ClusterError("node%d: cannot connect to the copy channel %s: %s"
+                               % (self.index, self.paths["copy"], e.strerror)) from None
+        self.copy_sock = s
+        failed = []
+
+        def write():
+            try:
+                s.sendall(data)
+            except OSError as e:
+                failed.append(e)
+
+        writer = threading.Thread(target=write, name="node%d-copy" % self.index, daemon=True)
+        writer.start()
+        return writer, failed
+
+    def close_copy(self, writer):
+        """Hang up the copy channel: QEMU drops what the guest did not take, so nothing of
+        this copy reaches the next one."""
+        if self.copy_sock is not None:
+            try:
+                self.copy_sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.copy_sock.close()
+            self.copy_sock = None
+        writer.join(timeout=5)
 
     def close_info(self):
         if self.info_sock is not None:
@@ -1131,7 +1180,7 @@ class Cluster:
 
     def copy_in(self, src, dest, nodes=None, timeout=None):
         """Copy the host file src to the absolute path dest on every node (or the given
-        ones), in parallel, over the command channels: mode as on the host plus read
+        ones), in parallel, over the copy channels: mode as on the host plus read
         (and execute, if the owner has it) for everyone, missing directories created.
         dest ending in / is a directory (src's name is kept). The guest checks the
         SHA-256 before the file takes its place, so dest is either the whole file or
@@ -1141,30 +1190,25 @@ class Cluster:
             data = f.read()
             mode = guest_mode(os.fstat(f.fileno()).st_mode)
         digest = hashlib.sha256(data).hexdigest()
-        # The channel moved 12-20 KB/s of file on a busy host (docs/notes.md, mpi-exit):
-        # a bound for a channel four times slower.
-        timeout = timeout or 60 + len(data) / 4000
+        timeout = timeout or COPY_BASE_TIMEOUT + len(data) / COPY_MIN_RATE
         t0 = time.monotonic()
 
-        def lines(tmp):
-            yield ("mkdir -p %s && : > %s" % (shlex.quote(os.path.dirname(dest) or "/"), tmp))
-            for at in range(0, len(data), COPY_CHUNK):
-                chunk = base64.b64encode(data[at:at + COPY_CHUNK]).decode()
-                yield "printf %%s %s | base64 -d >> %s" % (chunk, tmp)
-            yield ("sum=$(sha256sum < {t}) && [ \"${{sum%% *}}\" = {h} ] || "
-                   "{{ echo \"sha256 of the copy: ${{sum%% *}}, sent: {h}\"; rm -f {t}; exit 1; }}; "
-                   "chmod {m:o} {t} && mv -f {t} {d} || {{ rm -f {t}; exit 1; }}"
-                   .format(t=tmp, h=digest, m=mode, d=shlex.quote(dest)))
-
         def one(i):
-            deadline = time.monotonic() + timeout
-            tmp = shlex.quote("%s.peach2-copy-%s" % (dest, secrets.token_hex(4)))
-            for cmd in lines(tmp):
-                rc, out = self.run(i, cmd, timeout=max(1.0, deadline - time.monotonic()))
-                if rc != 0:
-                    self.run(i, "rm -f %s" % tmp)  # a partial copy (a full disk) goes
-                    raise ClusterError("node%d: copying %s to %s failed (rc %d):\n%s"
-                                       % (i, src, dest, rc, out.strip() or "(no output)"))
+            nd = self._node(i)
+            with nd.copy_lock:  # one connection, one command at a time
+                writer, failed = nd.open_copy(data, timeout)
+                # The guest gives up a little before the host does, so that its message
+                # is what the host reports.
+                cmd = "peach2-receive %d %s %o %s %d" % (len(data), digest, mode,
+                                                         shlex.quote(dest), max(5, timeout - 5))
+                try:
+                    rc, out = self.run(i, cmd, timeout=timeout + 5)
+                finally:
+                    nd.close_copy(writer)
+            if rc != 0:
+                why = "; the host's end: %s" % failed[0] if failed else ""
+                raise ClusterError("node%d: copying %s to %s failed (rc %d):\n%s%s"
+                                   % (i, src, dest, rc, out.strip() or "(no output)", why))
 
         self._each_node(one, nodes)
         self._say("copied %s to %s (%d bytes) in %.1f s"

@@ -10,7 +10,8 @@
 #                                          of every boot. scripts/cluster.py prefers it.
 #   $PEACH2_CACHE/guest/config-$KVER       its .config (handy for "is X built in?")
 #   $PEACH2_CACHE/guest/modules-$KVER/     the few modules the Debian guest loads from its
-#                                          initramfs (virtio PCI, block and net, squashfs,
+#                                          initramfs (virtio PCI, block, net and console
+#                                          (the launcher's copy channel), squashfs,
 #                                          overlay: all =m in Debian's kernel) and
 #                                          load-order, their insmod order (dependencies
 #                                          first, read from each module's .modinfo)
@@ -37,6 +38,7 @@ MODULES=(
   kernel/drivers/virtio/virtio_pci.ko kernel/drivers/block/virtio_blk.ko
   kernel/fs/squashfs/squashfs.ko kernel/fs/overlayfs/overlay.ko
   kernel/net/core/failover.ko kernel/drivers/net/net_failover.ko kernel/drivers/net/virtio_net.ko
+  kernel/drivers/char/virtio_console.ko
 )
 
 # vmlinuz -> vmlinux: decompress the XZ payload of the bzImage (like the kernel's

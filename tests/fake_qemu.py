@@ -2,19 +2,28 @@
 """A stand-in for qemu-system-x86_64 used by test_launcher.py (no VM, no QEMU).
 
 It understands just enough of the launcher's command line: the console file chardev
-(id=con) and the command channel socket (id=cmd). It listens on the channel, prints
-PEACH2-READY and then behaves like scripts/guest/init: runs each line with `sh -c`
-on the host and frames the output with "\\n@@RC <rc>\\n"; "poweroff" exits.
+(id=con), the command channel socket (id=cmd) and the copy channel socket (id=copy). It
+listens on the channel, prints PEACH2-READY and then behaves like scripts/guest/init: runs
+each line with `sh -c` on the host and frames the output with "\\n@@RC <rc>\\n";
+"poweroff" exits. The copy channel's guest end is a FIFO beside the socket, which the
+commands find in PEACH2_COPY_PORT (scripts/guest/peach2-receive, on their PATH): as with
+QEMU's virtio-serial port, bytes flow only while a reader has it open, and what a
+connection that hung up did not deliver is dropped.
 FAKE_QEMU_MODE=die makes it exit at once with a message on stderr;
 FAKE_QEMU_MODE=silent never prints READY.
 """
 
+import errno
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+
+GUEST_SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "guest")
 
 
 def chardev(argv, cid):
@@ -28,6 +37,44 @@ def chardev(argv, cid):
 
 
 CHILDREN = []
+
+
+def hung_up(conn):
+    p = select.poll()
+    p.register(conn, select.POLLIN)
+    return any(ev & (select.POLLHUP | select.POLLERR) for _, ev in p.poll(0))
+
+
+def serve_copy_channel(path, fifo):
+    """The host end of the copy channel: one connection at a time, its bytes into the
+    FIFO while a reader holds it open."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(1)
+    while True:
+        conn, _ = s.accept()
+        fd = None
+        while fd is None and not hung_up(conn):
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                    raise
+                time.sleep(0.01)
+        try:
+            if fd is not None:
+                os.set_blocking(fd, True)
+                while not hung_up(conn):
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    os.write(fd, data)  # blocks while the reader is slow
+        except OSError:  # the reader went away (EPIPE)
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
+            conn.close()
 
 
 def on_term(signum, frame):
@@ -46,6 +93,7 @@ def main():
     mode = os.environ.get("FAKE_QEMU_MODE", "")
     con = chardev(argv, "con")["path"]
     chan = chardev(argv, "cmd")["path"]
+    copy = chardev(argv, "copy")["path"]
     node = argv[argv.index("-append") + 1].split("peach2.node=")[1].split()[0]
     with open(con, "w") as f:
         f.write("fake kernel console of node %s\n" % node)
@@ -54,6 +102,13 @@ def main():
     if mode == "die":
         sys.stderr.write("fake_qemu: -device peach2: simulated startup failure\n")
         sys.exit(1)
+    fifo = copy + ".port"
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    threading.Thread(target=serve_copy_channel, args=(copy, fifo), daemon=True).start()
+    env = dict(os.environ, PEACH2_COPY_PORT=fifo,
+               PATH=GUEST_SCRIPTS + os.pathsep + os.environ.get("PATH", ""))
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(chan)
     s.listen(1)
@@ -71,7 +126,7 @@ def main():
             break
         child = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.DEVNULL,
                                  stdout=conn.fileno(), stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+                                 start_new_session=True, env=env)
         CHILDREN.append(child)
         rc = child.wait()
         CHILDREN.remove(child)

@@ -30,7 +30,8 @@ def parse_chardevs(argv):
 
 
 def parse_device(argv):
-    devs = [argv[k + 1] for k, a in enumerate(argv) if a == "-device"]
+    devs = [argv[k + 1] for k, a in enumerate(argv)
+            if a == "-device" and argv[k + 1].startswith("peach2,")]
     assert len(devs) == 1, devs
     name, *props = devs[0].split(",")
     assert name == "peach2"
@@ -86,7 +87,8 @@ def test_link_chardevs(n):
                 assert "server" not in ch
                 clients.setdefault(path, []).append((i, port))
         # every link chardev is used by the device
-        link_ids = {cid for cid, ch in chardevs.items() if cid not in ("con", "cmd", "info")}
+        link_ids = {cid for cid, ch in chardevs.items()
+                    if cid not in ("con", "cmd", "info", "copy")}
         assert link_ids == {dev[k] for k in dev if k.startswith("port-")}
     cables = cm.cabling(n)
     assert len(servers) == len(cables) and set(servers) == set(clients)
@@ -150,8 +152,22 @@ def test_link_transport_property():
 
 def test_no_device():
     argv = cm.qemu_argv(0, 2, RUN, "/q", "/k", "/i", with_device=False)
-    assert "-device" not in argv
-    assert set(parse_chardevs(argv)) == {"con", "cmd", "info"}
+    assert not any(a.startswith("peach2") for a in argv if a != "peach2*")
+    assert set(parse_chardevs(argv)) == {"con", "cmd", "info", "copy"}
+
+
+@pytest.mark.parametrize("with_device", [True, False])
+def test_copy_channel_is_a_virtio_serial_port_after_the_card(with_device):
+    argv = cm.qemu_argv(1, 2, RUN, "/q", "/k", "/i", with_device=with_device)
+    devs = [argv[k + 1] for k, a in enumerate(argv) if a == "-device"]
+    port = [d for d in devs if d.startswith("virtserialport,")]
+    assert len(port) == 1 and "name=%s" % cm.COPY_PORT_NAME in port[0]
+    assert "chardev=copy" in port[0]
+    copy = parse_chardevs(argv)["copy"]
+    assert copy["_backend"] == "socket" and copy["server"] == "on" and copy["wait"] == "off"
+    assert copy["path"] == cm.node_paths(RUN, 1)["copy"]
+    if with_device:  # the card keeps its PCI address: it comes first
+        assert devs[0].startswith("peach2,")
 
 
 def test_trace_dir_goes_to_every_card(tmp_path):
@@ -458,9 +474,10 @@ def test_guest_mode_keeps_the_bits_and_lets_everyone_read():
 
 
 def test_copy_in_moves_every_byte_to_every_node(fake, tmp_path):
-    """Several base64 chunks per file; the fake nodes share the host's file system, so
-    each node writes its own temporary file and the last rename wins with equal bytes."""
-    data = os.urandom(3 * cm.COPY_CHUNK + 123)
+    """Over the copy channels (the fake's FIFOs); the fake nodes share the host's file
+    system, so each node writes its own temporary file and the last rename wins with equal
+    bytes."""
+    data = os.urandom((3 << 20) + 123)
     src = tmp_path / "prog"
     src.write_bytes(data)
     src.chmod(0o700)

@@ -183,8 +183,10 @@ def test_debian_guest_argv():
     # virtio devices after the card, so the card keeps its PCI slot
     devs = [argv[k + 1] for k, a in enumerate(argv) if a == "-device"]
     assert devs[0].startswith("peach2,")
-    assert devs[1:] == ["virtio-blk-pci,drive=root",
-                        "virtio-net-pci,netdev=mgmt,mac=52:54:00:32:00:01"]
+    assert devs[1:3] == ["virtio-blk-pci,drive=root",
+                         "virtio-net-pci,netdev=mgmt,mac=52:54:00:32:00:01"]
+    assert devs[3].startswith("virtio-serial-pci,")  # the copy channel
+    assert devs[4].startswith("virtserialport,")
 
 
 def test_busybox_guest_argv_unchanged():
