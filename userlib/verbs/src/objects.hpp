@@ -13,6 +13,7 @@
 
 #include "abi.hpp"
 #include "device.hpp"
+#include "fifo.hpp"
 
 namespace pv {
 
@@ -60,7 +61,7 @@ struct Channel {
 
 struct Cq {
     ibv_cq abi{};
-    std::deque<ibv_wc> entries;
+    Fifo<ibv_wc> entries;
     std::uint32_t capacity = 0;
     bool armed = false;
     bool solicited_only = false;
@@ -86,7 +87,7 @@ struct RecvWr {
 struct Srq {
     ibv_srq abi{};
     Pd* pd = nullptr;
-    std::deque<RecvWr> wrs;
+    Fifo<RecvWr> wrs;
     std::uint32_t max_wr = 0;
     std::uint32_t max_sge = 0;
     std::uint32_t limit = 0;  // SRQ limit event threshold (0: off)

@@ -382,7 +382,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now) {
             *bad = wr;
             return err;
         }
-        rq_.emplace_back(*wr);
+        rq_.push_back(RecvWr(*wr));
     }
     if (state() == IBV_QPS_ERR)
         flush();

@@ -99,6 +99,18 @@ struct SendOp {
     Bounce bounce;                 // reads/writes the DMA rules do not allow directly
     std::uint64_t bounce_off = 0;  // where the data sits in the bounce buffer
     bool counts_rd = false;        // holds one of max_rd_atomic
+
+    // Back to a new SendOp when it leaves the send queue (Fifo), keeping the
+    // capacity of its vectors: the next WR of its slot allocates nothing.
+    void recycle() {
+        auto keep_inline = std::move(inline_data);
+        auto keep_rp = std::move(rp);
+        *this = SendOp{};
+        keep_inline.clear();
+        keep_rp.clear();
+        inline_data = std::move(keep_inline);
+        rp = std::move(keep_rp);
+    }
 };
 
 class Qp {
@@ -251,7 +263,7 @@ private:
     std::uint32_t bounce_free_ = (1u << kBounceSlots) - 1;
 
     // Send queue.
-    std::deque<SendOp> sq_;
+    Fifo<SendOp> sq_;
     std::uint32_t rd_inflight_ = 0;
     // DMA runs of this QP, all on one channel, so they end in order.
     std::deque<tcaDmaTicket> dma_;
@@ -270,7 +282,7 @@ private:
     std::uint32_t rnr_attempt_ = 0;
 
     // Receive side.
-    std::deque<RecvWr> rq_;
+    Fifo<RecvWr> rq_;
     RecvWr cur_{};  // the receive WR a fragmented message fills
     bool cur_valid_ = false;
     std::uint64_t cur_len_ = 0;

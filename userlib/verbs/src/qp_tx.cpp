@@ -115,7 +115,7 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
             *bad = wr;
             return err;
         }
-        SendOp& op = sq_.emplace_back();
+        SendOp& op = sq_.push_back();
         op.wr_id = wr->wr_id;
         op.opcode = wr->opcode;
         op.flags = wr->send_flags;
