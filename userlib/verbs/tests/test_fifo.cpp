@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// Fifo<T> (fifo.hpp): order across wrap-around and growth, slots reset when
+// their element leaves, a recycled SendOp keeps its buffers.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "fifo.hpp"
+#include "qp.hpp"
+
+using namespace pv;
+
+namespace {
+std::vector<int> contents(const Fifo<int>& f) {
+    std::vector<int> v;
+    for (int x : f)
+        v.push_back(x);
+    return v;
+}
+}  // namespace
+
+TEST(Fifo, KeepsOrderAcrossWrapAroundAndGrowth) {
+    Fifo<int> f;
+    EXPECT_TRUE(f.empty());
+    int next_in = 0, next_out = 0;
+    // Push and pop unevenly so that head wraps before the buffer grows.
+    for (int round = 0; round < 50; ++round) {
+        for (int k = 0; k < 3 + round % 5; ++k)
+            f.push_back(next_in++);
+        for (int k = 0; k < 2 + round % 3 && !f.empty(); ++k) {
+            ASSERT_EQ(next_out, f.front());
+            f.pop_front();
+            ++next_out;
+        }
+        std::vector<int> want;
+        for (int x = next_out; x < next_in; ++x)
+            want.push_back(x);
+        ASSERT_EQ(want, contents(f)) << "round " << round;
+        ASSERT_EQ(want.size(), f.size());
+    }
+    f.clear();
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(contents(f), std::vector<int>{});
+}
+
+TEST(Fifo, PoppedSlotIsResetSoItReleasesWhatItHeld) {
+    Fifo<std::shared_ptr<int>> f;
+    auto held = std::make_shared<int>(7);
+    f.push_back(held);
+    EXPECT_EQ(2, held.use_count());
+    f.pop_front();
+    EXPECT_EQ(1, held.use_count());     // released on leaving, not on slot reuse
+    EXPECT_EQ(nullptr, f.push_back());  // and the slot comes back clean
+}
+
+TEST(Fifo, RecycledSendOpKeepsItsInlineBufferButNotItsData) {
+    Fifo<SendOp> sq;
+    SendOp& op = sq.push_back();
+    op.wr_id = 42;
+    op.inline_data.assign(100, 0xab);
+    const unsigned char* buf = op.inline_data.data();
+    op.bounce.own = std::make_unique<TcaBuffer>();
+    sq.pop_front();
+    for (int k = 1; k < 8; ++k) {  // once round the 8 slots of a first growth
+        sq.push_back();
+        sq.pop_front();
+    }
+    SendOp& again = sq.push_back();  // slot 0 again
+    EXPECT_EQ(0u, again.wr_id);
+    EXPECT_TRUE(again.inline_data.empty());
+    EXPECT_GE(again.inline_data.capacity(), 100u);
+    EXPECT_EQ(nullptr, again.bounce.own);
+    again.inline_data.resize(100);
+    EXPECT_EQ(buf, again.inline_data.data());  // no new allocation
+}
