@@ -553,6 +553,16 @@ def guest_mode(host_mode):
     return mode
 
 
+def _hang_up(sock):
+    """Shut a connected socket down both ways (a thread blocked on it returns), then
+    close it."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
+
+
 # ---------------------------------------------------------------------------
 
 class Node:
@@ -665,11 +675,7 @@ class Node:
 
     def close_channel(self):
         if self.sock is not None:
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.sock.close()
+            _hang_up(self.sock)
             self.sock = None
         if self.reader is not None:
             self.reader.join(timeout=5)
@@ -704,11 +710,7 @@ class Node:
         """Hang up the copy channel: QEMU drops what the guest did not take, so nothing of
         this copy reaches the next one."""
         if self.copy_sock is not None:
-            try:
-                self.copy_sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.copy_sock.close()
+            _hang_up(self.copy_sock)
             self.copy_sock = None
         writer.join(timeout=5)
 
