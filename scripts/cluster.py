@@ -1197,14 +1197,18 @@ class Cluster:
 
         def one(i):
             nd = self._node(i)
+            # The guest gives up first (its deadline bounds every read), so that its
+            # message is what the host reports and its command is over when run() returns.
+            guest_s = max(5, int(timeout))
             with nd.copy_lock:  # one connection, one command at a time
-                writer, failed = nd.open_copy(data, timeout)
-                # The guest gives up a little before the host does, so that its message
-                # is what the host reports.
+                # No earlier command may still read the port (one that timed out would
+                # take this copy's first bytes): wait for its end first.
+                self.run(i, ":", timeout=guest_s + 15)
+                writer, failed = nd.open_copy(data, guest_s + 20)
                 cmd = "peach2-receive %d %s %o %s %d" % (len(data), digest, mode,
-                                                         shlex.quote(dest), max(5, timeout - 5))
+                                                         shlex.quote(dest), guest_s)
                 try:
-                    rc, out = self.run(i, cmd, timeout=timeout + 5)
+                    rc, out = self.run(i, cmd, timeout=guest_s + 15)
                 finally:
                     nd.close_copy(writer)
             if rc != 0:

@@ -58,8 +58,8 @@ def serve_copy_channel(path, fifo):
             try:
                 fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
             except OSError as e:
-                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
-                    raise
+                if e.errno != errno.ENXIO:  # ENXIO: no reader yet; else drop this one
+                    break
                 time.sleep(0.01)
         try:
             if fd is not None:

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -543,3 +544,27 @@ def test_cli_copy(tmp_path):
     assert r.returncode == 2
     assert re.search(r"cluster.py: node\d: copying .*ring.sh to .*ring.sh/x failed", r.stderr), r.stderr
     assert _fake_procs() == []
+
+
+def test_receive_gives_up_at_its_deadline(tmp_path):
+    """scripts/guest/peach2-receive with a host end that stalls after 3 of 10 bytes: it
+    ends at its deadline with what it got, and leaves no file behind (a blocked read must
+    not outlive the deadline: the launcher's next command waits for it)."""
+    fifo = tmp_path / "port"
+    os.mkfifo(fifo)
+    stall = subprocess.Popen(["sh", "-c", 'exec 3>"$0"; printf abc >&3; sleep 30', str(fifo)])
+    try:
+        t0 = time.monotonic()
+        r = subprocess.run([os.path.join(cm.REPO, "scripts", "guest", "peach2-receive"), "10", "0" * 64,
+                            "644", str(tmp_path / "out" / "f"), "2"],
+                           env=dict(os.environ, PEACH2_COPY_PORT=str(fifo)),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        stall.kill()
+        stall.wait()
+    assert r.returncode == 1
+    # (3 or 0: a head(1) killed at the deadline may not have written what it read)
+    assert re.search(r"peach2-receive: received [03] of 10 bytes in 2 s", r.stderr), r.stderr
+    assert took < 6, took
+    assert os.listdir(tmp_path / "out") == []
