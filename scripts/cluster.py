@@ -591,7 +591,6 @@ class Node:
         self.info_sock = None
         self.info_seq = 0
         self.copy_lock = threading.Lock()  # the copy channel: one file at a time
-        self.copy_sock = None
 
     # -- process --------------------------------------------------------------
     def launch(self):
@@ -683,8 +682,8 @@ class Node:
 
     def open_copy(self, data, timeout):
         """Connect to the copy channel's host end and write data into it from a thread:
-        (thread, list that gets the writer's OSError, if any). QEMU takes the bytes only
-        while the guest reads the port."""
+        (socket, thread, list that gets the writer's OSError, if any). QEMU takes the
+        bytes only while the guest reads the port."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         try:
@@ -693,7 +692,6 @@ class Node:
             s.close()
             raise ClusterError("node%d: cannot connect to the copy channel %s: %s"
                                % (self.index, self.paths["copy"], e.strerror)) from None
-        self.copy_sock = s
         failed = []
 
         def write():
@@ -704,14 +702,13 @@ class Node:
 
         writer = threading.Thread(target=write, name="node%d-copy" % self.index, daemon=True)
         writer.start()
-        return writer, failed
+        return s, writer, failed
 
-    def close_copy(self, writer):
+    @staticmethod
+    def close_copy(sock, writer):
         """Hang up the copy channel: QEMU drops what the guest did not take, so nothing of
         this copy reaches the next one."""
-        if self.copy_sock is not None:
-            _hang_up(self.copy_sock)
-            self.copy_sock = None
+        _hang_up(sock)
         writer.join(timeout=5)
 
     def close_info(self):
@@ -1204,13 +1201,13 @@ class Cluster:
                 # No earlier command may still read the port (one that timed out would
                 # take this copy's first bytes): wait for its end first.
                 self.run(i, ":", timeout=guest_s + 15)
-                writer, failed = nd.open_copy(data, guest_s + 20)
+                sock, writer, failed = nd.open_copy(data, guest_s + 20)
                 cmd = "peach2-receive %d %s %o %s %d" % (len(data), digest, mode,
                                                          shlex.quote(dest), guest_s)
                 try:
                     rc, out = self.run(i, cmd, timeout=guest_s + 15)
                 finally:
-                    nd.close_copy(writer)
+                    nd.close_copy(sock, writer)
             if rc != 0:
                 why = "; the host's end: %s" % failed[0] if failed else ""
                 raise ClusterError("node%d: copying %s to %s failed (rc %d):\n%s%s"
