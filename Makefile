@@ -72,7 +72,7 @@ host-test: core-test userlib-test model-test
 
 # Fuzzing (docs/fuzzing.md): the core's libFuzzer harness (clang), QEMU's
 # generic-fuzz target for -device peach2 (its own QEMU build, ~1200 steps).
-# `make fuzz [FUZZ_SECONDS=600]` runs both, then the in-guest fuzzer (tca_fuzz as
+# `make fuzz [FUZZ_SECONDS=600] [FUZZ_JOBS=1]` runs both, then the in-guest fuzzer (tca_fuzz as
 # root and as a user on two VMs, with driver rebinds: tests/test_guest_fuzz.py)
 # for as long; make check runs the core's for a minute and the guest's for 20 s
 # (FUZZ_CHECK_TARGETS="core generic-peach2" adds QEMU's).
@@ -85,7 +85,7 @@ qemu-fuzz: deps
 	@scripts/build-qemu-fuzz.sh
 
 fuzz: core-fuzz qemu-fuzz qemu image
-	@scripts/fuzz.sh $(if $(FUZZ_SECONDS),-t $(FUZZ_SECONDS))
+	@scripts/fuzz.sh $(if $(FUZZ_SECONDS),-t $(FUZZ_SECONDS)) $(if $(FUZZ_JOBS),-j $(FUZZ_JOBS))
 	@PEACH2_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600) $(PY) -m pytest -q tests/test_guest_fuzz.py
 
 fuzz-check: core-fuzz $(if $(filter generic-peach2,$(FUZZ_CHECK_TARGETS)),qemu-fuzz)

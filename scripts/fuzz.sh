@@ -2,29 +2,34 @@
 # Run the fuzzers (docs/fuzzing.md) for a given time each and print, per
 # target, executions, exec/s and crashes. Exits 1 if any target crashed; the
 # crashing inputs stay in $PEACH2_BUILD/fuzz/crashes/TARGET/.
-#   scripts/fuzz.sh [-t SECONDS] [--fresh] [TARGET...]
+#   scripts/fuzz.sh [-t SECONDS] [-j JOBS] [--fresh] [TARGET...]
 # Targets: core (peach2-core-fuzz, `make core-fuzz`) and generic-peach2
 # (QEMU's generic-fuzz, scripts/build-qemu-fuzz.sh); default: both.
 # Each starts from the repository's corpus (qemu-device/fuzz/corpus/TARGET)
 # plus what earlier runs found ($PEACH2_BUILD/fuzz/corpus/TARGET; --fresh
-# uses none of it and keeps nothing). The fuzzers run at nice ${FUZZ_NICE:-10}.
+# uses none of it and keeps nothing). -j runs JOBS copies of each target at
+# once on one corpus (libFuzzer reloads it: each sees what the others find);
+# the table sums them. The fuzzers run at nice ${FUZZ_NICE:-10}.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 seconds=${FUZZ_SECONDS:-600}
+jobs=${FUZZ_JOBS:-1}
 fresh=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     -t) seconds=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(core generic-peach2)
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || die "-t wants whole seconds, got '$seconds'"
+[[ $jobs =~ ^[0-9]+$ ]] && [ "$jobs" -gt 0 ] || die "-j wants a number of jobs, got '$jobs'"
 
 FUZZ_DIR=$PEACH2_TOP/qemu-device/fuzz
 OUT=$PEACH2_BUILD/fuzz
@@ -57,16 +62,35 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$crashes" "$FUZZ_DIR/corpus/$t"
   log=$OUT/$t.log
   before=$(find "$crashes" -type f | wc -l)
-  say "$t: fuzzing for $seconds s (log: $log)"
+  say "$t: fuzzing for $seconds s$([ "$jobs" -gt 1 ] && echo " in $jobs jobs") (log: $log)"
   start=$(date +%s)
   # libFuzzer writes new inputs into the first corpus directory only.
+  logs=() pids=()
+  for ((j = 1; j <= jobs; j++)); do
+    jlog=$log
+    [ "$jobs" -gt 1 ] && jlog=$OUT/$t.$j.log
+    logs+=("$jlog")
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$([ "$t" = core ] && echo 1 || echo 0)} \
+      nice -n "${FUZZ_NICE:-10}" "${cmd[@]}" -max_total_time="$seconds" -timeout=$TIMEOUT \
+      -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$FUZZ_DIR/corpus/$t" \
+      >"$jlog" 2>&1 &
+    pids+=($!)
+  done
+  # Progress each minute: libFuzzer's last "#N" line of each job (it prints at
+  # new coverage and at powers of two, so this is a lower bound).
+  next=$(( start + 60 ))
+  while sleep 1 && kill -0 "${pids[@]}" 2>/dev/null; do
+    [ "$(date +%s)" -ge $next ] || continue
+    next=$(( next + 60 ))
+    seen=$(for l in "${logs[@]}"; do grep -aoE '^#[0-9]+' "$l" | tail -n1 | tr -d '#'; done \
+      | awk '{n += $1} END {print n + 0}')
+    say "$t: $(( $(date +%s) - start )) of $seconds s, at least $seen executions"
+  done
   rc=0
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$([ "$t" = core ] && echo 1 || echo 0)} \
-    nice -n "${FUZZ_NICE:-10}" "${cmd[@]}" -max_total_time="$seconds" -timeout=$TIMEOUT \
-    -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$FUZZ_DIR/corpus/$t" \
-    >"$log" 2>&1 || rc=$?
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  [ "$jobs" -gt 1 ] && cat "${logs[@]}" >"$log"
   elapsed=$(( $(date +%s) - start ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${logs[@]}" | awk '{n += $1} END {print n + 0}')
   found=$(( $(find "$crashes" -type f | wc -l) - before ))
   # QEMU's generic-fuzz runs every input in a forked child: the parent goes
   # on after a child's crash (the child saved it), so the log says it too.
