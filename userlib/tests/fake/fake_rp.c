@@ -60,7 +60,7 @@ struct fake_export_table {
 static struct fake_export_table *tables[PEACH2_MAX_NODES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last_seq;
-static long ctl_full, ctl_drop, ctl_delay_us, ctl_eagain, ctl_efault;
+static long ctl_full, ctl_drop, ctl_delay_us, ctl_eagain, ctl_efault, ctl_unreach;
 static struct peach2_rp_submit rp_log[FAKE_RP_LOG];
 static unsigned rp_log_n;
 
@@ -293,6 +293,11 @@ static int do_submit(struct peach2_rp_submit *s)
 		pthread_mutex_unlock(&lock);
 		return -EAGAIN;
 	}
+	if (ctl_unreach > 0) { /* the card refused to send it: a link down */
+		--ctl_unreach;
+		pthread_mutex_unlock(&lock);
+		return -EHOSTUNREACH;
+	}
 	int fault = 0;
 	if (ctl_efault > 0) {
 		--ctl_efault;
@@ -362,8 +367,10 @@ void fake_rp_control(const char *what, long value)
 		ctl_eagain = value;
 	else if (!strcmp(what, "efault"))
 		ctl_efault = value;
+	else if (!strcmp(what, "unreach"))
+		ctl_unreach = value;
 	else if (!strcmp(what, "reset")) {
-		ctl_full = ctl_drop = ctl_delay_us = ctl_eagain = ctl_efault = 0;
+		ctl_full = ctl_drop = ctl_delay_us = ctl_eagain = ctl_efault = ctl_unreach = 0;
 		rp_log_n = 0;
 	}
 	pthread_mutex_unlock(&lock);

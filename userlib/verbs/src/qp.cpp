@@ -288,6 +288,7 @@ void Qp::reset() {
     peer_.close();
     stage_.reset();
     peer_lost_ = false;
+    renew_failures_ = 0;
     loopback_ = false;
     mr_cache_.clear();
     ack_due_ns_ = 0;
@@ -439,11 +440,35 @@ void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t s
         return;
     if (r.node != peer_.node() || r.name != peer_.info().name || r.owner != peer_.info().owner)
         return;  // the QP was reset and connected elsewhere meanwhile
-    if (peer_.renewed(rc, n, started) != 0) {
-        // The peer QP is gone (or its node): nothing more may be written.
-        log_debug("QP %#x: peer QP %#x on node %u is gone", qpn_, attr_.dest_qp_num, peer_node_);
-        peer_lost_ = true;
+    const int err = peer_.renewed(rc, n, started);
+    if (err == 0) {
+        if (renew_failures_)
+            log_error("QP %#x: lease on peer QP %#x on node %u renewed after %u failed lookups",
+                      qpn_, attr_.dest_qp_num, peer_node_, renew_failures_);
+        renew_failures_ = 0;
+        return;
     }
+    const std::uint64_t now = Engine::now();
+    if (peer_.retry_renewal(err, now)) {
+        // The lease still holds: this QP goes on writing (acknowledgements
+        // above all; its peer gives up on a silent QP) and asks again soon.
+        // One line for the first failure, one for the outcome.
+        if (renew_failures_++ == 0)
+            log_error(
+                "QP %#x: renewing the lease on peer QP %#x on node %u failed (%s); trying "
+                "again until it runs out",
+                qpn_, attr_.dest_qp_num, peer_node_, tcaErrorString(err));
+        return;
+    }
+    // The peer QP is gone (or its node): nothing more may be written.
+    if (err == TCA_ENOTEXPORTED)
+        log_debug("QP %#x: peer QP %#x on node %u is gone", qpn_, attr_.dest_qp_num, peer_node_);
+    else
+        log_error(
+            "QP %#x: the lease on peer QP %#x on node %u ran out, not renewed in %u "
+            "lookups (%s): no more writes to it",
+            qpn_, attr_.dest_qp_num, peer_node_, renew_failures_ + 1, tcaErrorString(err));
+    peer_lost_ = true;
 }
 
 }  // namespace pv

@@ -272,7 +272,8 @@ private:
     std::uint32_t dma_status_ = 0;  // a run that failed: its card code
 
     // Acknowledgements and retries (send side).
-    std::uint64_t progress_ns_ = 0;  // last time the peer showed life
+    std::uint32_t renew_failures_ = 0;  // lookups of the peer's name failed in a row
+    std::uint64_t progress_ns_ = 0;     // last time the peer showed life
     std::uint64_t progressed_ns_ = 0;
     std::uint32_t retries_left_ = 7;
     std::uint32_t rnr_left_ = 7;

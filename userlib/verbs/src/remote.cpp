@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "remote.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 // libtca's pure handle helpers (its objects are linked into this library).
@@ -80,6 +81,14 @@ int RemoteRange::renewed(int rc, const tcaNameInfo& n, std::uint64_t now) {
     }
     set_lease(now, n.lease_ms);
     return 0;
+}
+
+bool RemoteRange::retry_renewal(int rc, std::uint64_t now_ns) noexcept {
+    if (rc == 0 || rc == TCA_ENOTEXPORTED || segs_.empty() || now_ns >= expire_ns_)
+        return false;
+    renew_ns_ =
+        now_ns + std::max(kRenewRetryMinNs, std::min(kRenewRetryNs, (expire_ns_ - now_ns) / 2));
+    return true;
 }
 
 int RemoteRange::put(std::uint64_t off, const void* src, std::uint64_t len) {

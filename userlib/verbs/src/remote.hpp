@@ -48,6 +48,18 @@ public:
     int renew(std::uint64_t now_ns);
     // The same, with a lookup made by the caller (started at started_ns).
     int renewed(int rc, const tcaNameInfo& n, std::uint64_t started_ns);
+    // After a renewal that failed with `rc` at now_ns: may the writer keep the
+    // translation and ask again (true: the next renewal is due soon), or must
+    // it stop writing? Only TCA_ENOTEXPORTED says the name is gone (the same
+    // code as an answer from another registration); any other failure (a
+    // timeout, a full read-proxy queue, a link down for a moment) says
+    // nothing about the name, and the lease it holds is still good until it
+    // runs out.
+    bool retry_renewal(int rc, std::uint64_t now_ns) noexcept;
+    // The next renewal after a failed one: this long after it, or halfway
+    // to the lease's end if that is sooner (but not sooner than the minimum).
+    static constexpr std::uint64_t kRenewRetryNs = 50'000'000;
+    static constexpr std::uint64_t kRenewRetryMinNs = 1'000'000;
 
 private:
     void set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept;

@@ -117,7 +117,7 @@ grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 M
 
 if [ -n "$check" ]; then
 	# The library's own checks of error semantics, between two processes.
-	for t in access rnr badwr flush read stream slowreg slowconn remr udgone; do
+	for t in access rnr badwr flush read stream slowreg slowconn remr udgone renew; do
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
@@ -126,6 +126,14 @@ if [ -n "$check" ]; then
 		fail "check_slowreg: the server's ibv_reg_mr was not held (TCA_FAKE_PIN_DELAY_MS)"
 	grep -Eq "slowconn: PASS \(server\): connecting a QP took ([5-9]|[1-9][0-9])\." "$dir/check_slowconn.srv.log" ||
 		fail "check_slowconn: the server's ibv_modify_qp was not held (TCA_FAKE_ALLOC_DELAY_MS)"
+	# renew proves something only if the server's renewal did fail.
+	grep -q "renewing the lease on peer QP .* failed .*; trying again" "$dir/check_renew.srv.log" ||
+		fail "check_renew: the server's lease renewal never failed (fake_rp_control unreach)"
+	# No renewal succeeds: the server's QP stops writing when its lease ends.
+	pair check_leaseout "$check" leaseout
+	expect check_leaseout "PASS"
+	grep -q "the lease on peer QP .* ran out, not renewed" "$dir/check_leaseout.srv.log" ||
+		fail "check_leaseout: the server did not say its lease ran out"
 	# The server exits without a word after 300 messages: the client's
 	# outstanding Sends end with an error, not a hang.
 	pair check_peer "$check" -n 300 peer

@@ -57,11 +57,20 @@
 //            destroyed: each completes (UD does not know), quickly (the
 //            library does not look a QP that is gone up again for each one);
 //            then one to a new UD QP of the server arrives intact
+//   renew    the server's library cannot renew its lease on the client's QP
+//            for a moment (the fake driver, which it must preload, refuses its
+//            next read-proxy submissions as for a link that is down) while the
+//            client sends up to COUNT messages 60 ms apart: every Send completes
+//            with success
+//   leaseout the same, but no renewal ever succeeds: once the lease has run
+//            out the server's QP writes no more, and a Send of the client ends
+//            with IBV_WC_RETRY_EXC_ERR
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
 // exit status is 0 only on PASS.
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
@@ -1144,6 +1153,85 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
         [](Link& link, Dev& d, Qp& second) { second.connect_over(link, d); });
 }
 
+// ---- renew, leaseout ------------------------------------------------------------------------
+
+// The server's library cannot renew its lease on the client's QP (the fake
+// driver refuses its read-proxy submissions with EHOSTUNREACH, as the
+// driver does while a link is down) while the client sends COUNT messages
+// (at most 40) 60 ms apart, one at a time, past several renewals.
+//   renew: only the next 3 submissions are refused (a link down for a
+//   moment). Every Send completes with success: a lookup that failed is not
+//   a peer that is gone, and the server's QP goes on acknowledging.
+//   leaseout: every one is refused. Once its lease has run out the server's
+//   QP writes nothing more to the client's (the name may have been freed),
+//   so a Send ends with IBV_WC_RETRY_EXC_ERR, and the client passes then.
+void renew_test(const char* server, int port, std::uint64_t count, bool for_good) {
+    Link link(server, port);
+    Dev d;
+    Qp q(d, 64, 64);
+    const int n = static_cast<int>(std::min<std::uint64_t>(count, 40));
+    constexpr std::size_t kMsg = 64;
+    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (g_server)
+        for (int i = 0; i < n; ++i)
+            post_recv(q.qp, static_cast<std::uint64_t>(i),
+                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
+    q.connect_over(link, d);
+    if (g_server) {
+        // The fake driver's test control (tests/fake/fake_rp.c), when preloaded.
+        using Control = void (*)(const char*, long);
+        const auto control = reinterpret_cast<Control>(::dlsym(RTLD_DEFAULT, "fake_rp_control"));
+        if (!control)
+            fail("needs the fake driver (LD_PRELOAD of libfake_peach2.so): no fake_rp_control");
+        // renew: the first renewal (half a lease in) and two retries.
+        control("unreach", for_good ? 1000000 : 3);
+    }
+    link.sync(1);
+    if (g_server) {
+        const double t0 = now_s();
+        if (for_good) {
+            link.sync(2);  // the client saw its Send fail
+            pass("the client gave up on this QP after %.1f s of refused lookups", now_s() - t0);
+            return;
+        }
+        for (const ibv_wc& wc : wait_wc(d.cq, n, 30))
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        link.sync(2);
+        pass("%d messages received in %.1f s, lookups refused meanwhile", n, now_s() - t0);
+        return;
+    }
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = static_cast<std::uint64_t>(i);
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        post(q.qp, wr);
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (for_good && wc.status == IBV_WC_RETRY_EXC_ERR) {
+            link.sync(2);
+            pass("Send %d (%.1f s in) ended with %s: the server's lease ran out", i, now_s() - t0,
+                 ibv_wc_status_str(wc.status));
+            return;
+        }
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
+                 ibv_wc_status_str(wc.status));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    }
+    if (for_good)
+        fail("all %d Sends succeeded over %.1f s: the server's QP wrote past its lease", n,
+             now_s() - t0);
+    link.sync(2);
+    pass("%d Sends over %.1f s acknowledged across the server's failed lease renewals", n,
+         now_s() - t0);
+}
+
 // ---- udgone --------------------------------------------------------------------------------
 
 constexpr std::uint32_t kUdQkey = 0x11111111;
@@ -1441,6 +1529,10 @@ int main(int argc, char** argv) {
         remr_test(server, port);
     else if (t == "udgone")
         udgone_test(server, port, count);
+    else if (t == "renew")
+        renew_test(server, port, count, false);
+    else if (t == "leaseout")
+        renew_test(server, port, count, true);
     else if (t == "hold")
         hold_test(count);
     else
