@@ -84,7 +84,7 @@ if [ ! -f "$FDIR/build/build.ninja" ]; then
       --disable-docs --disable-werror --disable-user --disable-install-blobs \
       >"$FDIR/configure.log" 2>&1) || { tail -n 30 "$FDIR/configure.log"; die "fuzz QEMU configure failed (log: $FDIR/configure.log)"; }
 fi
-say "building qemu-fuzz-x86_64 (cold: ~1200 steps, 36 min on 2 busy cores; warm: seconds)"
+say "building qemu-fuzz-x86_64 (cold: ~1200 steps, ~4 min on 2 quiet cores, 36 under load; warm: seconds)"
 peach2_ninja "$FDIR/build" qemu-fuzz-x86_64 || die "fuzz QEMU build failed"
 [ -x "$FDIR/build/qemu-fuzz-x86_64" ] || die "the fuzz QEMU build produced no binary"
 cp "$FDIR/build/qemu-fuzz-x86_64" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
