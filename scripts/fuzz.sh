@@ -2,27 +2,33 @@
 # Run the fuzzers (docs/fuzzing.md) for a given time each and print, per
 # target, executions, exec/s and crashes. Exits 1 if any target crashed; the
 # crashing inputs stay in $PEACH2_BUILD/fuzz/crashes/TARGET/.
-#   scripts/fuzz.sh [-t SECONDS] [-j JOBS] [--fresh] [TARGET...]
+#   scripts/fuzz.sh [-t SECONDS] [-j JOBS] [-r ROUND] [--fresh] [TARGET...]
 # Targets: core (peach2-core-fuzz, `make core-fuzz`) and generic-peach2
 # (QEMU's generic-fuzz, scripts/build-qemu-fuzz.sh); default: both.
 # Each starts from the repository's corpus (qemu-device/fuzz/corpus/TARGET)
 # plus what earlier runs found ($PEACH2_BUILD/fuzz/corpus/TARGET; --fresh
 # uses none of it and keeps nothing). -j runs JOBS copies of each target at
 # once on one corpus (libFuzzer reloads it: each sees what the others find);
-# the table sums them. The fuzzers run at nice ${FUZZ_NICE:-10}.
+# the table sums them. A job runs at most ROUND seconds (default 300), then a
+# fresh one goes on from the corpus: QEMU's generic-fuzz forks its whole
+# process for every input, and that process grows (~480 MB after 45 min),
+# which took it from 125 to 17 executions per second. The fuzzers run at
+# nice ${FUZZ_NICE:-10}.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 seconds=${FUZZ_SECONDS:-600}
 jobs=${FUZZ_JOBS:-1}
+round=${FUZZ_ROUND_SECONDS:-300}
 fresh=0
 targets=()
 while [ $# -gt 0 ]; do
   case $1 in
     -t) seconds=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
+    -r) round=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -30,6 +36,7 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(core generic-peach2)
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || die "-t wants whole seconds, got '$seconds'"
 [[ $jobs =~ ^[0-9]+$ ]] && [ "$jobs" -gt 0 ] || die "-j wants a number of jobs, got '$jobs'"
+[[ $round =~ ^[0-9]+$ ]] && [ "$round" -gt 0 ] || die "-r wants whole seconds, got '$round'"
 
 FUZZ_DIR=$PEACH2_TOP/qemu-device/fuzz
 OUT=$PEACH2_BUILD/fuzz
@@ -64,33 +71,40 @@ for t in "${targets[@]}"; do
   before=$(find "$crashes" -type f | wc -l)
   say "$t: fuzzing for $seconds s$([ "$jobs" -gt 1 ] && echo " in $jobs jobs") (log: $log)"
   start=$(date +%s)
-  # libFuzzer writes new inputs into the first corpus directory only.
-  logs=() pids=()
-  for ((j = 1; j <= jobs; j++)); do
-    jlog=$log
-    [ "$jobs" -gt 1 ] && jlog=$OUT/$t.$j.log
-    logs+=("$jlog")
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$([ "$t" = core ] && echo 1 || echo 0)} \
-      nice -n "${FUZZ_NICE:-10}" "${cmd[@]}" -max_total_time="$seconds" -timeout=$TIMEOUT \
-      -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$FUZZ_DIR/corpus/$t" \
-      >"$jlog" 2>&1 &
-    pids+=($!)
+  : >"$log"
+  rc=0 execs=0
+  # Rounds of at most $round s until the time is up, a job fails or an
+  # input crashed (generic-fuzz's parent goes on after a child's crash).
+  while left=$(( seconds - ($(date +%s) - start) )); [ "$left" -gt 0 ] && [ "$rc" -eq 0 ] &&
+    [ "$(find "$crashes" -type f | wc -l)" -eq "$before" ]; do
+    this=$(( left < round ? left : round ))
+    logs=() pids=()
+    for ((j = 1; j <= jobs; j++)); do
+      jlog=$OUT/$t.$j.log
+      logs+=("$jlog")
+      # libFuzzer writes new inputs into the first corpus directory only.
+      ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$([ "$t" = core ] && echo 1 || echo 0)} \
+        nice -n "${FUZZ_NICE:-10}" "${cmd[@]}" -max_total_time="$this" -timeout=$TIMEOUT \
+        -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$FUZZ_DIR/corpus/$t" \
+        >"$jlog" 2>&1 &
+      pids+=($!)
+    done
+    # Progress each minute: libFuzzer's last "#N" line of each job (it prints
+    # at new coverage and at powers of two, so this is a lower bound).
+    next=$(( $(date +%s) + 60 - ($(date +%s) - start) % 60 ))
+    while sleep 0.2 && kill -0 "${pids[@]}" 2>/dev/null; do
+      [ "$(date +%s)" -ge $next ] || continue
+      next=$(( next + 60 ))
+      seen=$(for l in "${logs[@]}"; do grep -aoE '^#[0-9]+' "$l" | tail -n1 | tr -d '#'; done \
+        | awk -v n="$execs" '{n += $1} END {print n + 0}')
+      say "$t: $(( $(date +%s) - start )) of $seconds s, at least $seen executions"
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+    cat "${logs[@]}" >>"$log"
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${logs[@]}" \
+      | awk -v n="$execs" '{n += $1} END {print n + 0}')
   done
-  # Progress each minute: libFuzzer's last "#N" line of each job (it prints at
-  # new coverage and at powers of two, so this is a lower bound).
-  next=$(( start + 60 ))
-  while sleep 1 && kill -0 "${pids[@]}" 2>/dev/null; do
-    [ "$(date +%s)" -ge $next ] || continue
-    next=$(( next + 60 ))
-    seen=$(for l in "${logs[@]}"; do grep -aoE '^#[0-9]+' "$l" | tail -n1 | tr -d '#'; done \
-      | awk '{n += $1} END {print n + 0}')
-    say "$t: $(( $(date +%s) - start )) of $seconds s, at least $seen executions"
-  done
-  rc=0
-  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
-  [ "$jobs" -gt 1 ] && cat "${logs[@]}" >"$log"
   elapsed=$(( $(date +%s) - start ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${logs[@]}" | awk '{n += $1} END {print n + 0}')
   found=$(( $(find "$crashes" -type f | wc -l) - before ))
   # QEMU's generic-fuzz runs every input in a forked child: the parent goes
   # on after a child's crash (the child saved it), so the log says it too.
@@ -100,7 +114,6 @@ for t in "${targets[@]}"; do
     say "$t: FAILED (exit $rc, $found new input(s) in $crashes, $reports sanitizer line(s) in $log)"
     grep -m5 -E '^==[0-9]+==ERROR: |runtime error: |^SUMMARY: |invariant broken' "$log" >&2 || true
   fi
-  [ -n "$execs" ] || execs=0
   rows+=("$(printf '%-16s %8s %12s %9s %8s %8s' "$t" "$elapsed" "$execs" \
     "$(( execs / (elapsed > 0 ? elapsed : 1) ))" "$found" "$(find "$work" -type f | wc -l)")")
 done

@@ -15,10 +15,15 @@ FUZZ_SH = os.path.join(REPO, "scripts", "fuzz.sh")
 
 FAKE_FUZZER = r"""#!/usr/bin/env bash
 # Fake libFuzzer: $FAKE_EXECS executions, a crash if $FAKE_CRASH is set.
-prefix=
+prefix= seconds=0
 for a in "$@"; do
-  case $a in -artifact_prefix=*) prefix=${a#-artifact_prefix=} ;; esac
+  case $a in
+    -artifact_prefix=*) prefix=${a#-artifact_prefix=} ;;
+    -max_total_time=*) seconds=${a#-max_total_time=} ;;
+  esac
 done
+echo "round of $seconds s" >>"${FAKE_ROUNDS:-/dev/null}"
+
 echo "INFO: Seed: 1"
 echo "#2	INITED cov: 10 ft: 10 corp: 1/1b exec/s: 0 rss: 30Mb"
 if [ -n "${FAKE_CRASH:-}" ]; then
@@ -27,6 +32,7 @@ if [ -n "${FAKE_CRASH:-}" ]; then
   echo crash >"${prefix}crash-$$"
   exit 1
 fi
+sleep "$seconds"
 echo "#${FAKE_EXECS}	DONE   cov: 10 ft: 10 corp: 1/1b exec/s: ${FAKE_EXECS} rss: 30Mb"
 echo "stat::number_of_executed_units: ${FAKE_EXECS}"
 echo "stat::peak_rss_mb: 30"
@@ -73,6 +79,28 @@ def test_jobs_run_at_once_and_their_executions_add_up(build):
     assert (build / "fuzz" / "core.log").read_text().count("number_of_executed_units") == 3
 
 
+def test_long_runs_go_in_rounds_of_fresh_jobs_and_add_up(build, tmp_path):
+    rounds = tmp_path / "rounds"
+    r = _fuzz(build, "-t", "3", "-r", "1", "-j", "2", "--fresh", "core", FAKE_EXECS="100",
+              FAKE_ROUNDS=str(rounds))
+    assert r.returncode == 0, r.stdout
+    started = rounds.read_text().splitlines()
+    # Two jobs per round, rounds of 1 s while the 3 s last.
+    assert len(started) in (4, 6) and set(started) == {"round of 1 s"}, started
+    assert _row(r.stdout, "core")[1] == 100 * len(started)
+    # Every round's log is kept in the target's.
+    log = (build / "fuzz" / "core.log").read_text()
+    assert log.count("number_of_executed_units") == len(started)
+
+
+def test_a_crash_ends_the_rounds(build, tmp_path):
+    rounds = tmp_path / "rounds"
+    r = _fuzz(build, "-t", "5", "-r", "1", "--fresh", "core", FAKE_CRASH="1",
+              FAKE_ROUNDS=str(rounds))
+    assert r.returncode == 1, r.stdout
+    assert len(rounds.read_text().splitlines()) == 1
+
+
 def test_a_crash_in_any_job_fails_the_run_and_keeps_the_input(build):
     r = _fuzz(build, "-t", "1", "-j", "2", "--fresh", "core", FAKE_CRASH="1", FAKE_EXECS="5")
     assert r.returncode == 1, r.stdout
@@ -86,3 +114,9 @@ def test_a_bad_job_count_is_refused(build, jobs):
     r = _fuzz(build, "-t", "1", "-j", jobs, "core")
     assert r.returncode != 0
     assert "-j wants a number of jobs" in r.stdout
+
+
+def test_a_bad_round_is_refused(build):
+    r = _fuzz(build, "-t", "1", "-r", "0", "core")
+    assert r.returncode != 0
+    assert "-r wants whole seconds" in r.stdout
