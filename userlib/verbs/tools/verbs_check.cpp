@@ -1064,6 +1064,43 @@ void peer_test(const char* server, int port, std::uint64_t count, Leave leave) {
          ok, ibv_wc_status_str(first), posted - ok, t_fail - t0);
 }
 
+// ---- messages on an RC QP (slowreg, slowconn, renew) -----------------------------------------
+
+// n 64-byte messages in one MR; on the server, a receive posted for each.
+struct Messages {
+    static constexpr std::size_t kMsg = 64;
+    std::vector<unsigned char> buf;
+    ibv_mr* mr;
+    Messages(Dev& d, Qp& q, int n)
+        : buf(static_cast<std::size_t>(n) * kMsg),
+          mr(d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE)) {
+        if (g_server)
+            for (int i = 0; i < n; ++i)
+                post_recv(q.qp, static_cast<std::uint64_t>(i), sge(i));
+    }
+    ibv_sge sge(int i) {
+        return {reinterpret_cast<std::uintptr_t>(&buf[static_cast<std::size_t>(i) * kMsg]), kMsg,
+                mr->lkey};
+    }
+    // A signalled Send of message i.
+    void send(Qp& q, int i) {
+        ibv_sge one = sge(i);
+        ibv_send_wr wr{};
+        wr.wr_id = static_cast<std::uint64_t>(i);
+        wr.sg_list = &one;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        post(q.qp, wr);
+    }
+    // The server: all n received, within 30 s.
+    static void expect_received(Dev& d, int n) {
+        for (const ibv_wc& wc : wait_wc(d.cq, n, 30))
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    }
+};
+
 // ---- slowreg, slowconn --------------------------------------------------------------------------
 
 // The server's main thread spends seconds in one verb (`slow`, which says
@@ -1078,23 +1115,14 @@ void slow_verb_test(const char* server, int port, std::uint64_t count,
     Qp q(d, 64, 256);
     Qp second(d, 4, 4);
     const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
-    constexpr std::size_t kMsg = 64;
-    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
-    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (g_server)
-        for (int i = 0; i < n; ++i)
-            post_recv(q.qp, static_cast<std::uint64_t>(i),
-                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
+    Messages m(d, q, n);
     q.connect_over(link, d);
     link.sync(1);
     if (g_server) {
         const double t0 = now_s();
         const std::string what = slow(link, d, second);
         const double took = now_s() - t0;
-        const auto wcs = wait_wc(d.cq, n, 30);
-        for (const ibv_wc& wc : wcs)
-            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
-                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        Messages::expect_received(d, n);
         link.sync(2);
         pass("%s took %.1f s; %d messages received", what.c_str(), took, n);
         return;
@@ -1108,14 +1136,7 @@ void slow_verb_test(const char* server, int port, std::uint64_t count,
     };
     const double t0 = now_s();
     for (int i = 0; i < n; ++i) {
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
-        ibv_send_wr wr{};
-        wr.wr_id = static_cast<std::uint64_t>(i);
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        post(q.qp, wr);
+        m.send(q, i);
         if (i % 32 == 31)
             all_succeed(32);
     }
@@ -1170,13 +1191,7 @@ void renew_test(const char* server, int port, std::uint64_t count, bool for_good
     Dev d;
     Qp q(d, 64, 64);
     const int n = static_cast<int>(std::min<std::uint64_t>(count, 40));
-    constexpr std::size_t kMsg = 64;
-    std::vector<unsigned char> buf(static_cast<std::size_t>(n) * kMsg);
-    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (g_server)
-        for (int i = 0; i < n; ++i)
-            post_recv(q.qp, static_cast<std::uint64_t>(i),
-                      {reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey});
+    Messages m(d, q, n);
     q.connect_over(link, d);
     if (g_server) {
         // The fake driver's test control (tests/fake/fake_rp.c), when preloaded.
@@ -1195,23 +1210,14 @@ void renew_test(const char* server, int port, std::uint64_t count, bool for_good
             pass("the client gave up on this QP after %.1f s of refused lookups", now_s() - t0);
             return;
         }
-        for (const ibv_wc& wc : wait_wc(d.cq, n, 30))
-            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
-                fail("receive %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        Messages::expect_received(d, n);
         link.sync(2);
         pass("%d messages received in %.1f s, lookups refused meanwhile", n, now_s() - t0);
         return;
     }
     const double t0 = now_s();
     for (int i = 0; i < n; ++i) {
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[i * kMsg]), kMsg, mr->lkey};
-        ibv_send_wr wr{};
-        wr.wr_id = static_cast<std::uint64_t>(i);
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        post(q.qp, wr);
+        m.send(q, i);
         const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
         if (for_good && wc.status == IBV_WC_RETRY_EXC_ERR) {
             link.sync(2);
