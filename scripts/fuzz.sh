@@ -91,7 +91,8 @@ for t in "${targets[@]}"; do
     done
     # Progress each minute: libFuzzer's last "#N" line of each job (it prints
     # at new coverage and at powers of two, so this is a lower bound).
-    next=$(( $(date +%s) + 60 - ($(date +%s) - start) % 60 ))
+    now=$(date +%s)
+    next=$(( start + ((now - start) / 60 + 1) * 60 ))  # the next whole minute of the run
     while sleep 0.2 && kill -0 "${pids[@]}" 2>/dev/null; do
       [ "$(date +%s)" -ge $next ] || continue
       next=$(( next + 60 ))
