@@ -74,9 +74,10 @@ host-test: core-test userlib-test model-test
 # generic-fuzz target for -device peach2 (its own QEMU build, ~1200 steps).
 # `make fuzz [FUZZ_SECONDS=600] [FUZZ_JOBS=1]` runs both, then the in-guest fuzzer (tca_fuzz as
 # root and as a user on two VMs, with driver rebinds: tests/test_guest_fuzz.py)
-# for as long; make check runs each of the two for a minute (building the fuzz
-# QEMU: ~4 min on a quiet 2-core machine) and the guest's for 20 s
-# (FUZZ_CHECK_TARGETS=core leaves QEMU's out).
+# and the random rogue peer on a card's port (tests/test_hostile_peer.py) for as
+# long each; make check runs each of the two for a minute (building the fuzz
+# QEMU: ~4 min on a quiet 2-core machine), the guest's for 20 s and the rogue
+# for 8 s (FUZZ_CHECK_TARGETS=core leaves QEMU's out).
 FUZZ_CHECK_TARGETS ?= core generic-peach2
 core-fuzz: deps
 	@CC=clang CXX=clang++ cmake -S qemu-device/core -B $(BUILD)/core-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPEACH2_FUZZ=ON >/dev/null
@@ -87,7 +88,8 @@ qemu-fuzz: deps
 
 fuzz: core-fuzz qemu-fuzz qemu image
 	@scripts/fuzz.sh $(if $(FUZZ_SECONDS),-t $(FUZZ_SECONDS)) $(if $(FUZZ_JOBS),-j $(FUZZ_JOBS))
-	@PEACH2_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600) $(PY) -m pytest -q tests/test_guest_fuzz.py
+	@PEACH2_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600) $(PY) -m pytest -q tests/test_guest_fuzz.py \
+		tests/test_hostile_peer.py::test_random_streams_hurt_only_the_rogue
 
 fuzz-check: core-fuzz $(if $(filter generic-peach2,$(FUZZ_CHECK_TARGETS)),qemu-fuzz)
 	@scripts/fuzz.sh --fresh -t 60 $(FUZZ_CHECK_TARGETS)

@@ -7,13 +7,15 @@ error line the card logs reaches node 0's QEMU log, whose growth is measured.
 """
 
 import os
+import random
 import re
+import socket
 import time
 
 import pytest
 
 from peach2_testlib import check, cluster_mod, hw, sysfs_read, wait_sysfs, wait_until
-from rogue_peer import RoguePeer, doorbell, node_base
+from rogue_peer import HELLO, RP_REQ, RoguePeer, doorbell, node_base
 
 pytestmark = pytest.mark.vm
 
@@ -224,3 +226,99 @@ def test_a_peer_must_be_the_one_the_firmware_cables_there(rc):
         rogue_up(c, r)  # the peer the firmware cables there is taken
     assert grew(b0, errors(c, 0), "BAD_PACKET") == 1
     honest_link_intact(c, b0, b1)
+
+
+# The random rogue: how long it runs (make check: a few seconds; `make fuzz` sets
+# PEACH2_FUZZ_SECONDS, as for the in-guest fuzzer) and its seed.
+RANDOM_SECONDS = int(os.environ.get("PEACH2_FUZZ_SECONDS", "8"))
+RANDOM_SEED = int(os.environ.get("PEACH2_FUZZ_SEED", "1"))
+
+
+def _random_stream(r, rnd):
+    """Bytes for one connection: garbage, or a HELLO and then packets whose every field
+    is chosen at random, most of them well framed (so that they reach the parser's later
+    checks, the router, the filter and the read proxy), some not."""
+    if rnd.random() < 0.15:
+        return bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 2048)))
+    w, rp, hello = hw("PEACH2_PKT_WRITE"), hw("PEACH2_PKT_RPREQ"), hw("PEACH2_PKT_HELLO")
+    out = [r.hello_packet(2, NODES) if rnd.random() < 0.9 else
+           r.hello_packet(rnd.choice([0, 1, 2, 15, 99]), rnd.choice([NODES, 16, 0]),
+                          port=rnd.choice("NEWS"))]
+
+    def pick(common, *rare):
+        return common if rnd.random() < 0.8 else rnd.choice(rare)
+
+    for _ in range(rnd.randint(1, 40)):
+        ptype = rnd.choice([w, w, w, rp, rp, hello, rnd.getrandbits(8)])
+        dst = pick(rnd.choice([0, 1]), 2, 15, rnd.getrandbits(16))
+        src = pick(2, 0, 1, 15, rnd.getrandbits(16))
+        hops = pick(0, 1, 7, hw("PEACH2_PKT_HOP_LIMIT"), rnd.getrandbits(8))
+        where = rnd.choice([0x1000, rnd.getrandbits(30),
+                            hw("PEACH2_CARD_OFF") + hw("PEACH2_CARD_DOORBELL_OFF"),
+                            hw("PEACH2_CARD_OFF") + rnd.getrandbits(16)])
+        addr = pick(node_base(dst & 0xf) + where, rnd.getrandbits(64),
+                    (node_base(dst & 0xf) - 4) % (1 << 64))
+        if ptype == rp:
+            body = RP_REQ.pack(pick(hw("PEACH2_RP_OP_READ"), rnd.getrandbits(8)),
+                               pick(hw("PEACH2_RP_VERSION"), rnd.getrandbits(8)),
+                               src & 0xffff, rnd.choice([0, 1, 2, rnd.getrandbits(32)]),
+                               rnd.getrandbits(32), rnd.choice([8, 64, 4096, rnd.getrandbits(32)]),
+                               rnd.getrandbits(64), rnd.getrandbits(64), rnd.getrandbits(64),
+                               rnd.getrandbits(64), 0, 0)
+            body = body[:pick(len(body), rnd.randint(0, len(body)))]
+        elif ptype == hello:
+            body = HELLO.pack(rnd.choice([2, 1, 15]), NODES, rnd.randint(0, 4), rnd.getrandbits(32))
+        else:
+            body = bytes(rnd.getrandbits(8) for _ in range(pick(rnd.randint(1, 64),
+                                                               rnd.randint(0, 4200))))
+        out.append(r.packet(ptype, body, src=src, dst=dst, addr=addr, hops=hops,
+                            flags=pick(0, rnd.getrandbits(8)),
+                            seq=pick(None, rnd.getrandbits(32)),
+                            length=pick(None, rnd.getrandbits(32), len(body) + 8),
+                            number=rnd.getrandbits(32)))
+    return b"".join(out)
+
+
+def test_random_streams_hurt_only_the_rogue(rc):
+    """The rogue for a while (PEACH2_FUZZ_SECONDS): connection after connection of random
+    bytes and randomly filled packets on node 0's W port. QEMU and the guests live, the
+    honest link 0E-1W stays up with nothing bad arriving at node 1, the log stays bounded,
+    and an honest peer is taken on W afterwards."""
+    c, rnd = rc, random.Random(RANDOM_SEED)
+    b0, b1 = errors(c, 0), errors(c, 1)
+    size0 = os.path.getsize(qemu_log(c))
+    rx0 = port_counters(c, 0, "W")["rx_bytes"]
+    streams = sent = 0
+    end = time.monotonic() + RANDOM_SECONDS
+    while time.monotonic() < end:
+        with rogue(c) as r:
+            r.sock.settimeout(30)  # a card that stops reading its port fails the test
+            data = _random_stream(r, rnd)
+            try:
+                r.send_raw(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the card dropped the stream: what it does with a bad one
+            except socket.timeout:
+                pytest.fail("node 0 stopped reading its W port (stream %d, seed %d)"
+                            % (streams, RANDOM_SEED))
+            r.drain(0.01)
+        streams, sent = streams + 1, sent + len(data)
+    wait_until(lambda: not sysfs_read(c, 0, "link_w").startswith("up"), timeout=30)
+    rx = port_counters(c, 0, "W")["rx_bytes"] - rx0
+    grown = os.path.getsize(qemu_log(c)) - size0
+    print("random rogue: %d streams, %d bytes sent, node 0 took %d bytes in %d s (seed %d); "
+          "errors on node 0: %s; QEMU log +%d bytes"
+          % (streams, sent, rx, RANDOM_SECONDS, RANDOM_SEED,
+             {k: grew(b0, errors(c, 0), k) for k in errors(c, 0) if grew(b0, errors(c, 0), k)},
+             grown))
+    assert streams > 0 and rx > 0
+    assert grew(b0, errors(c, 0), "BAD_PACKET") > 0  # the garbage was seen and counted
+    # Rate-limited: 10 lines per 5 s per level, ~200 bytes each, plus the summaries.
+    assert grown < 8192 + 1000 * RANDOM_SECONDS, "QEMU log grew by %d bytes" % grown
+    honest_link_intact(c, b0, b1)
+    (rc_s, out_s), (rc_r, out_r) = c.run_all(
+        lambda i: ("tca_check pio send --peer 1 --offsets 0 --sizes 8,4096" if i == 0
+                   else "tca_check pio recv --peer 0"), timeout=300)
+    assert rc_s == 0 and rc_r == 0, out_s + out_r
+    with rogue(c) as r:  # and the port still takes an honest peer
+        rogue_up(c, r)
