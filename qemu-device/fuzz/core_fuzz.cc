@@ -190,6 +190,16 @@ struct Node {
                 fail("direct write asked for a port that is no link");
             return n->direct && n->direct(port, addr, buf, len);
         };
+        // The glue's peach2_direct_copy: a DMA piece straight from this
+        // node's RAM (anything else: the card reads it itself).
+        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len) {
+            Node* n = static_cast<Node*>(o);
+            if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS)
+                fail("direct copy asked for a port that is no link");
+            if (!n->direct || src >= kRamSize || len > kRamSize - src)
+                return false;
+            return n->direct(port, addr, n->ram->data() + src, len);
+        };
         return h;
     }
 

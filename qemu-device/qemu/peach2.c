@@ -843,10 +843,37 @@ static void peach2_direct_close(Peach2Port *p)
  * peer's published ranges admit it and everything we sent before it has
  * been applied (order). False: it travels as a packet.
  */
-static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
-                                const void *buf, size_t len)
+/*
+ * A DMA source read straight from this guest's RAM (direct copies): only
+ * plain RAM the card may reach as bus master (its bus-master address
+ * space, so a disabled bus master or an unmapped source reads nothing);
+ * anything else goes the usual way (pci_dma_read, with its errors).
+ */
+static bool peach2_read_ram(Peach2State *s, void *dst, uint64_t src,
+                            size_t len)
 {
-    Peach2State *s = opaque;
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    MemoryRegion *mr;
+    hwaddr xlat, l = len;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(as, src, &xlat, &l, false,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (l < len || !memory_region_is_ram(mr) ||
+        memory_region_is_ram_device(mr)) {
+        return false;
+    }
+    memcpy(dst, (uint8_t *)memory_region_get_ram_ptr(mr) + xlat, len);
+    return true;
+}
+
+/*
+ * A direct write: the bytes of buf, or (buf NULL) of this guest's RAM at
+ * src, into the peer's RAM at bus address addr, if its filter takes them.
+ */
+static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
+                                const void *buf, uint64_t src, size_t len)
+{
     Peach2Port *p;
     Peach2Direct *d;
     Peach2DirectArea *a;
@@ -901,7 +928,11 @@ static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
     if (len > d->peer_ram_len - off) {
         goto out;
     }
-    memcpy(d->peer_ram + off, buf, len);
+    if (buf) {
+        memcpy(d->peer_ram + off, buf, len);
+    } else if (!peach2_read_ram(s, d->peer_ram + off, src, len)) {
+        goto out;
+    }
     smp_mb(); /* the data before the next write (a flag) and our counts */
     d->pkts++;
     d->bytes += len;
@@ -912,6 +943,18 @@ static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
 out:
     qatomic_store_release(&a->writer, 0);
     return done;
+}
+
+static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
+                                const void *buf, size_t len)
+{
+    return peach2_direct_apply(opaque, port, addr, buf, 0, len);
+}
+
+static bool peach2_direct_copy(void *opaque, unsigned port, uint64_t addr,
+                               uint64_t src, size_t len)
+{
+    return peach2_direct_apply(opaque, port, addr, NULL, src, len);
 }
 
 /*
@@ -1849,6 +1892,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         .error = peach2_error,
         .now_ns = peach2_now_ns,
         .direct_write = peach2_direct_write,
+        .direct_copy = peach2_direct_copy,
     };
     char why[256];
     unsigned i;

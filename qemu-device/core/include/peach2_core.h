@@ -90,6 +90,14 @@ typedef struct peach2_core_host {
 	 * peach2_core_link_direct() says the port can. May be NULL. */
 	bool (*direct_write)(void *opaque, unsigned port, uint64_t addr,
 			     const void *buf, size_t len);
+	/* A DMA piece as a direct write whose bytes are this node's memory at
+	 * bus address `src` (the run's source), copied by the transport
+	 * without a bounce buffer. Return true if delivered; false if not (the
+	 * card then reads the source with dma_read and sends it as always, so
+	 * a source the transport cannot read straight fails as it would).
+	 * Asked when direct_write would be. May be NULL. */
+	bool (*direct_copy)(void *opaque, unsigned port, uint64_t addr,
+			    uint64_t src, size_t len);
 } peach2_core_host;
 
 typedef struct peach2_core_config {

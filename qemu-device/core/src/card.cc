@@ -318,13 +318,44 @@ peach2_err Card::route(uint8_t type, uint64_t addr, std::span<const uint8_t> dat
 // the cards between show them.
 bool Card::send_direct(unsigned port, uint32_t node, uint64_t addr,
                        std::span<const uint8_t> data) {
-    if (!host_.direct_write || trace_.on() || !links_.direct_ready(port, node))
+    if (!host_.direct_write)
         return false;
-    const Decoded d = decode_global(addr, data.size());
-    if (d.region != Region::Host ||
-        !host_.direct_write(host_.opaque, port, d.offset, data.data(), data.size()))
+    const std::optional<uint64_t> at = direct_offset(port, node, addr, data.size());
+    if (!at || !host_.direct_write(host_.opaque, port, *at, data.data(), data.size()))
         return false;
     links_.count_direct_tx(port, data.size());
+    return true;
+}
+
+// Where a write of len bytes to addr lands in the peer's host memory, if it
+// may go there directly (send_direct's conditions).
+std::optional<uint64_t> Card::direct_offset(unsigned port, uint32_t node, uint64_t addr,
+                                            size_t len) const {
+    if (trace_.on() || !links_.direct_ready(port, node))
+        return std::nullopt;
+    const Decoded d = decode_global(addr, len);
+    if (d.region != Region::Host)
+        return std::nullopt;
+    return d.offset;
+}
+
+// The DMA side of send_direct: the same route and conditions as a WRITE
+// packet this card makes (route()), numbered as the packet it replaces; the
+// transport reads the source itself, so the bytes are copied once.
+bool Card::copy_direct(uint64_t dst, uint64_t src, size_t len) {
+    const uint32_t node = PEACH2_ADDR_NODE(dst);
+    if (!host_.direct_copy || node >= cfg_.node_count ||
+        (!router_.table_enabled() && node == cfg_.node_id))
+        return false;
+    peach2_err why = PEACH2_ERR_NO_ROUTE;
+    const std::optional<unsigned> port = router_.port_for(dst, why);
+    if (!port || *port == PEACH2_PORT_N)
+        return false;
+    const std::optional<uint64_t> at = direct_offset(*port, node, dst, len);
+    if (!at || !host_.direct_copy(host_.opaque, *port, *at, src, len))
+        return false;
+    ++next_number_[node];
+    links_.count_direct_tx(*port, len);
     return true;
 }
 

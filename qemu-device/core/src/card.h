@@ -126,6 +126,11 @@ public:
     }
     // Host memory through the host's callbacks: false if refused.
     bool host_read(uint64_t addr, void* buf, size_t len);
+    // A DMA piece this card makes (`len` bytes of this node's memory at
+    // `src` for bus address `dst`), copied by the transport straight into
+    // the neighbour's memory when a direct write of it could go
+    // (send_direct), without reading it into a packet first. True if done.
+    bool copy_direct(uint64_t dst, uint64_t src, size_t len);
     bool host_write(uint64_t addr, const void* buf, size_t len);
     // Ask for service(): soon, or after a pause (a long DMA run).
     void schedule_service();
@@ -160,6 +165,8 @@ private:
     peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, unsigned hops,
                      const PacketId& from, const Made* made);
     bool send_direct(unsigned port, uint32_t node, uint64_t addr, std::span<const uint8_t> data);
+    std::optional<uint64_t> direct_offset(unsigned port, uint32_t node, uint64_t addr,
+                                          size_t len) const;
     peach2_err deliver(uint8_t type, uint64_t addr, std::span<const uint8_t> data,
                        const PacketId& from);
     peach2_err deliver_write(uint64_t addr, std::span<const uint8_t> data, const PacketId& from);

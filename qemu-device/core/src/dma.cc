@@ -291,15 +291,19 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
             c.waiting = true;
             return false;
         }
-        buf.resize(piece);
-        if (!card_.host_read(src, buf.data(), piece)) {
-            finish(ch, PEACH2_ERR_DMA_READ);
-            return false;
-        }
-        if (const peach2_err e = card_.route_write(dst, buf, made_by(ch, c));
-            e != PEACH2_ERR_NONE) {
-            finish(ch, e);
-            return false;
+        // Straight to the neighbour's memory if the transport can (one
+        // copy), else read into a packet and route it.
+        if (!card_.copy_direct(dst, src, piece)) {
+            buf.resize(piece);
+            if (!card_.host_read(src, buf.data(), piece)) {
+                finish(ch, PEACH2_ERR_DMA_READ);
+                return false;
+            }
+            if (const peach2_err e = card_.route_write(dst, buf, made_by(ch, c));
+                e != PEACH2_ERR_NONE) {
+                finish(ch, e);
+                return false;
+            }
         }
         c.progress += piece;
         c.bytes += piece;

@@ -14,20 +14,33 @@ namespace {
 class DirectWrites : public CabledPair {
 protected:
     std::vector<std::pair<uint64_t, size_t>> direct;  // (bus address, length) taken directly
+    std::vector<std::pair<uint64_t, size_t>> copied;  // the DMA pieces among them
+    bool copies_on = true;  // the transport can read A's memory (QEMU: plain RAM)
 
     void SetUp() override {
         CabledPair::SetUp();
         peach2_core_link_shared_memory(a.get(), PEACH2_PORT_E, true);
         peach2_core_link_direct(a.get(), PEACH2_PORT_E, true);
         ha.direct = [this](unsigned port, uint64_t addr, const void* buf, size_t len) {
-            EXPECT_EQ(port, static_cast<unsigned>(PEACH2_PORT_E));
-            if (!b_admits(addr, len))
-                return false;  // B refuses it itself, counted there
-            std::memcpy(hb.mem.data() + addr, buf, len);
-            direct.emplace_back(addr, len);
-            peach2_core_link_count_direct(b.get(), PEACH2_PORT_W, 1, len);
+            return apply(port, addr, buf, len);
+        };
+        ha.direct_copy = [this](unsigned port, uint64_t addr, uint64_t src, size_t len) {
+            if (!copies_on || src > ha.mem.size() || ha.mem.size() - src < len)
+                return false;
+            if (!apply(port, addr, ha.mem.data() + src, len))
+                return false;
+            copied.emplace_back(addr, len);
             return true;
         };
+    }
+    bool apply(unsigned port, uint64_t addr, const void* buf, size_t len) {
+        EXPECT_EQ(port, static_cast<unsigned>(PEACH2_PORT_E));
+        if (!b_admits(addr, len))
+            return false;  // B refuses it itself, counted there
+        std::memcpy(hb.mem.data() + addr, buf, len);
+        direct.emplace_back(addr, len);
+        peach2_core_link_count_direct(b.get(), PEACH2_PORT_W, 1, len);
+        return true;
     }
     // What the glue does with B's published ranges.
     bool b_admits(uint64_t addr, uint64_t len) {
@@ -39,6 +52,26 @@ protected:
         return false;
     }
     static uint64_t counter(peach2_core* c, uint64_t off) { return peach2_core_reg_read(c, off, 8); }
+    // Register mode, channel 0: 8 KiB from A's host `src` (filled at
+    // 0x10000) to node 1's 0x20000; the channel's status at the end.
+    uint32_t dma8k(uint64_t src = 0x10000) {
+        for (size_t i = 0; i < 8192; ++i)
+            ha.mem[0x10000 + i] = static_cast<uint8_t>(i * 7);
+        const auto w = [&](uint32_t r, uint64_t v, unsigned size) {
+            peach2_core_reg_write(a.get(), PEACH2_REG_DMA(0, r), v, size);
+        };
+        w(PEACH2_DMA_SRC_LO, src, 8);
+        w(PEACH2_DMA_DST_LO, PEACH2_NODE_BASE(1) + 0x20000, 8);
+        w(PEACH2_DMA_LEN, 8192, 4);
+        w(PEACH2_DMA_BLOCK, 0, 4);
+        w(PEACH2_DMA_FLAGS, 0, 4);
+        w(PEACH2_DMA_CTRL, PEACH2_DMA_CTRL_START_REG, 4);
+        for (int i = 0; i < 64 && (reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)) &
+                                   PEACH2_DMA_ST_BUSY);
+             ++i)
+            peach2_core_service(a.get());
+        return reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS));
+    }
     size_t queued_on_e() {
         const void* buf = nullptr;
         return peach2_core_link_tx_peek(a.get(), PEACH2_PORT_E, &buf);
@@ -126,27 +159,37 @@ TEST_F(DirectWrites, OffUntilSaidAndAfterTheConnectionCloses) {
     EXPECT_FALSE(reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)) & PEACH2_LINK_DIRECT);
 }
 
-TEST_F(DirectWrites, DmaWritesGoDirectlyToo) {
-    for (size_t i = 0; i < 8192; ++i)
-        ha.mem[0x10000 + i] = static_cast<uint8_t>(i * 7);
-    // Register mode, channel 0: host 0x10000 -> node 1's 0x20000.
-    const auto w = [&](uint32_t r, uint64_t v, unsigned size) {
-        peach2_core_reg_write(a.get(), PEACH2_REG_DMA(0, r), v, size);
-    };
-    w(PEACH2_DMA_SRC_LO, 0x10000, 8);
-    w(PEACH2_DMA_DST_LO, PEACH2_NODE_BASE(1) + 0x20000, 8);
-    w(PEACH2_DMA_LEN, 8192, 4);
-    w(PEACH2_DMA_BLOCK, 0, 4);
-    w(PEACH2_DMA_FLAGS, 0, 4);
-    w(PEACH2_DMA_CTRL, PEACH2_DMA_CTRL_START_REG, 4);
-    for (int i = 0; i < 64 && (reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)) &
-                               PEACH2_DMA_ST_BUSY); ++i)
-        peach2_core_service(a.get());
-    EXPECT_EQ(reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)) & PEACH2_DMA_ST_DONE,
+TEST_F(DirectWrites, DmaPiecesAreCopiedStraightFromTheSourceAndCountedAsPackets) {
+    const uint64_t tx0 = counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E));
+    EXPECT_EQ(dma8k() & PEACH2_DMA_ST_DONE,
               static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
     EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x20000, ha.mem.data() + 0x10000, 8192));
-    EXPECT_FALSE(direct.empty());
+    // Two 4 KiB pieces, each one copy from A's memory, counted as the two
+    // packets the socket path would send.
+    ASSERT_EQ(copied.size(), 2u);
+    EXPECT_EQ(copied[0], std::make_pair(uint64_t{0x20000}, size_t{4096}));
+    EXPECT_EQ(direct.size(), 2u);
+    EXPECT_EQ(counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E)) - tx0, 2u);
     EXPECT_EQ(queued_on_e(), 0u);
+}
+
+TEST_F(DirectWrites, ADmaSourceTheTransportCannotReadGoesTheUsualWay) {
+    copies_on = false;  // e.g. not plain RAM: the card reads it itself
+    EXPECT_EQ(dma8k() & PEACH2_DMA_ST_DONE,
+              static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
+    EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x20000, ha.mem.data() + 0x10000, 8192));
+    EXPECT_TRUE(copied.empty());
+    EXPECT_EQ(direct.size(), 2u);  // still direct writes, from a read buffer
+}
+
+TEST_F(DirectWrites, ADmaSourceNobodyCanReadFailsAndWritesNothing) {
+    const uint64_t bad = ha.mem.size() - 4096;  // the second piece is past A's memory
+    const uint32_t st = dma8k(bad);
+    EXPECT_EQ(st & PEACH2_DMA_ST_ERROR, static_cast<uint32_t>(PEACH2_DMA_ST_ERROR));
+    EXPECT_EQ((st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff, static_cast<uint32_t>(PEACH2_ERR_DMA_READ));
+    EXPECT_EQ(copied.size(), 1u);  // the first piece was readable and went
+    for (size_t i = 4096; i < 8192; ++i)
+        ASSERT_EQ(hb.mem[0x20000 + i], 0) << i;
 }
 
 TEST(InboundFilterPublish, GenerationChangesWithEveryEditAndRangesComeInOrder) {

@@ -32,6 +32,9 @@ struct FakeHost {
     // The transport's direct writes (peach2_core_host.direct_write); unset:
     // every write travels as a packet.
     std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len)> direct;
+    // Its direct copies of DMA pieces (peach2_core_host.direct_copy); unset:
+    // DMA pieces are read into a buffer and go as the writes above.
+    std::function<bool(unsigned port, uint64_t addr, uint64_t src, size_t len)> direct_copy;
 
     peach2_core_host callbacks() {
         peach2_core_host h{};
@@ -64,6 +67,10 @@ struct FakeHost {
         h.direct_write = [](void* o, unsigned port, uint64_t addr, const void* buf, size_t len) {
             auto* self = static_cast<FakeHost*>(o);
             return self->direct && self->direct(port, addr, buf, len);
+        };
+        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len) {
+            auto* self = static_cast<FakeHost*>(o);
+            return self->direct_copy && self->direct_copy(port, addr, src, len);
         };
         return h;
     }
