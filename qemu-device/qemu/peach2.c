@@ -221,6 +221,8 @@ struct Peach2State {
     QEMUTimer *direct_timer;          /* publishes a changed filter */
     uint32_t shm_ring_size;
     uint32_t shm_poll_us;   /* after a delivery, look for more this long */
+    uint32_t dma_burst_us;  /* DMA slices back to back for this long */
+    uint32_t dma_pause_us;  /* then the BQL and the CPU are free this long */
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -274,11 +276,11 @@ static void peach2_core_wants_service(void *opaque)
  */
 /*
  * The main loop may run at real-time priority (scripts/cluster.py), so the
- * pause must also leave the vCPU a fair share of the host CPU: half of it.
+ * pause must also leave the vCPUs a fair share of the host CPU: by default
+ * half of it (dma-burst-us, dma-pause-us; docs/hardware.md §6).
  */
 #define PEACH2_DMA_VCPU_SLICE 65536 /* per channel, right after a start */
-#define PEACH2_DMA_BURST_NS 500000 /* slices back to back for this long */
-#define PEACH2_DMA_PAUSE_NS 500000 /* then the BQL and the CPU are free */
+#define PEACH2_DMA_PACE_MAX_US 100000 /* dma-burst-us, dma-pause-us */
 
 static void peach2_defer(void *opaque)
 {
@@ -300,11 +302,12 @@ static void peach2_defer(void *opaque)
     if (timer_pending(s->dma_timer)) {
         return;
     }
-    if (now - s->dma_burst_start < PEACH2_DMA_BURST_NS) {
+    if (now - s->dma_burst_start < (int64_t)s->dma_burst_us * SCALE_US ||
+        !s->dma_pause_us) {
         qemu_bh_schedule(s->service_bh);
         return;
     }
-    s->dma_burst_start = now + PEACH2_DMA_PAUSE_NS;
+    s->dma_burst_start = now + (int64_t)s->dma_pause_us * SCALE_US;
     timer_mod(s->dma_timer, s->dma_burst_start);
 }
 
@@ -1908,6 +1911,14 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    "main loop)", s->shm_poll_us, PEACH2_SHM_POLL_MAX_US);
         return;
     }
+    if (!s->dma_burst_us || s->dma_burst_us > PEACH2_DMA_PACE_MAX_US ||
+        s->dma_pause_us > PEACH2_DMA_PACE_MAX_US) {
+        error_setg(errp, "peach2: dma-burst-us=%u, dma-pause-us=%u: the burst "
+                   "must be 1 .. %u, the pause 0 .. %u", s->dma_burst_us,
+                   s->dma_pause_us, PEACH2_DMA_PACE_MAX_US,
+                   PEACH2_DMA_PACE_MAX_US);
+        return;
+    }
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         Peach2Shm *m = &s->ports[i].shm;
 
@@ -2069,6 +2080,8 @@ static Property peach2_properties[] = {
     DEFINE_PROP_BOOL("link-direct", Peach2State, link_direct, true),
     DEFINE_PROP_UINT32("shm-ring-size", Peach2State, shm_ring_size, 4 << 20),
     DEFINE_PROP_UINT32("shm-poll-us", Peach2State, shm_poll_us, 0),
+    DEFINE_PROP_UINT32("dma-burst-us", Peach2State, dma_burst_us, 500),
+    DEFINE_PROP_UINT32("dma-pause-us", Peach2State, dma_pause_us, 500),
     DEFINE_PROP_END_OF_LIST(),
 };
 
