@@ -12,7 +12,9 @@ One run measures, in this order:
                     the socket (cluster.py --link-transport), each
                     with an ivshmem-plain device on one shared memory-backend-file:
                     the ivshmem ping-pong between the same two guests (tca_anchor ivshmem),
-                    PIO put ping-pong 8 B / 4 KiB, DMA put stream 1 MiB, get 8 B / 1 MiB
+                    PIO put ping-pong 8 B / 4 KiB, DMA put stream 1 MiB, get 8 B / 1 MiB,
+                    long DMA put streams of 1 MiB and 4 MiB puts
+  once more         the long DMA put streams on shm with dma-pause-us=0 (no pacing pause)
 and prints one table with the ratios against the anchors and issue 13's goals (reported,
 not asserted). Writes build/bench/fastpath.csv. Exit status is non-zero if a cluster does
 not boot, a message is not verified, or a guest kernel reports a problem.
@@ -33,6 +35,7 @@ from cluster import Cluster, ClusterError, build_dir  # noqa: E402
 MIB = 1 << 20
 IVSHMEM_BYTES = 4 * MIB
 TRANSPORTS = ("shm", "shm-ring", "socket")
+NOPAUSE = "shm, dma-pause-us=0"  # the long DMA streams once more, without the pacing pause
 
 
 def rows_of(text):
@@ -73,8 +76,9 @@ def host_anchors(quick):
     return res
 
 
-def guest_figures(transport, run_dir, quick):
-    """Boot two guests on one transport; the figures of issue 13's table."""
+def guest_figures(transport, run_dir, quick, device_props=None, only=None):
+    """Boot two guests on one transport; the figures of issue 13's table (`only`: the
+    names of the steps to run)."""
     mem_path = os.path.join(run_dir, "ivshmem-%s" % transport)
     with open(mem_path, "wb") as f:
         f.truncate(IVSHMEM_BYTES)
@@ -84,7 +88,8 @@ def guest_figures(transport, run_dir, quick):
     fig, ok = {}, True
     t0 = time.monotonic()
     try:
-        with Cluster(2, link_transport=transport, qemu_args=ivshmem) as c:
+        with Cluster(2, link_transport=transport, qemu_args=ivshmem,
+                     device_props=device_props) as c:
             print("\n##### %s transport: 2 nodes ready in %.1f s" % (transport, time.monotonic() - t0))
             print("node0 link E: %s" % c.run(0, "cat /sys/class/peach2/peach2-0/link_e")[1].strip())
             nonce = random.randrange(1, 1 << 32)
@@ -96,8 +101,15 @@ def guest_figures(transport, run_dir, quick):
                  "--stream-bytes %dM" % (1 - i, 32 if quick else 256)),
                 ("get", lambda i: "tca_bench get --peer %d --sizes 8,1M --iters %d --stream-bytes %dM"
                  % (1 - i, 100 if quick else 500, 16 if quick else 64)),
+                # Long put streams (the one above is a few ms), 1 MiB and 4 MiB per put.
+                ("stream1m", lambda i: "tca_bench get --peer %d --sizes 8 --iters 10 --put-size 1M "
+                 "--stream-bytes %dM" % (1 - i, 256 if quick else 4096)),
+                ("stream4m", lambda i: "tca_bench get --peer %d --sizes 8 --iters 10 --put-size 4M "
+                 "--stream-bytes %dM" % (1 - i, 256 if quick else 4096)),
             ]
             for name, cmd in steps:
+                if only and name not in only:
+                    continue
                 res = c.run_all(cmd, timeout=1800)
                 for i, (rc, out) in enumerate(res):
                     if rc != 0:
@@ -125,11 +137,15 @@ def table(anchors, figs):
                                                    "shm/anchor", "goal (issue 13)")]
     rows = []
 
-    def line(label, per_transport, anchor, goal, unit):
-        """per_transport: (name, test, size, field) of the figure, or None (anchor rows)."""
+    def line(label, per_transport, anchor, goal, unit, source=None):
+        """per_transport: (name, test, size, field) of the figure, or None (anchor rows);
+        source: take the shm column from that configuration's figures instead."""
         def f(v):
             return "-" if v is None else ("%.2f" % v if v < 100 else "%.0f" % v)
-        vals = {t: g(t, *per_transport) if per_transport else None for t in TRANSPORTS}
+        vals = {t: g(t, *per_transport) if per_transport and not source else None
+                for t in TRANSPORTS}
+        if source:
+            vals["shm"] = g(source, *per_transport)
         shm = vals["shm"]
         ratio = (shm / anchor if unit == "us" else anchor / shm) if shm and anchor else None
         out.append("%-30s %12s %12s %12s %12s %10s  %s" % (
@@ -149,6 +165,13 @@ def table(anchors, figs):
          ">= 2500 MB/s, >= 50% memcpy", "MB/s")
     line("DMA put 1 MiB MB/s, stream", ("get", "dma_put_stream", MIB, "mb_per_s"), memcpy8,
          "as above (anchor: memcpy 8 MiB)", "MB/s")
+    for size, step in ((MIB, "stream1m"), (4 * MIB, "stream4m")):
+        line("DMA put %d MiB MB/s, long stream" % (size // MIB),
+             (step, "dma_put_stream", size, "mb_per_s"), memcpy8, ">= 50% memcpy 8 MiB", "MB/s")
+    for size, step in ((MIB, "stream1m"), (4 * MIB, "stream4m")):
+        line("DMA put %d MiB, dma-pause-us=0" % (size // MIB),
+             (step, "dma_put_stream", size, "mb_per_s"), memcpy8,
+             "long stream, no pacing pause (docs/hardware.md s6)", "MB/s", source=NOPAUSE)
     line("get 8 B median us", ("get", "get", 8, "median_us"), g("shm", "get", "put_pio", 8),
          "<= 3x put 8 B (anchor: put)", "us")
     line("get 1 MiB MB/s", ("get", "get", MIB, "mb_per_s"),
@@ -185,6 +208,11 @@ def main():
             ok &= good
             if fig:
                 figs[transport] = fig
+        fig, good = guest_figures("shm", run_dir, args.quick, device_props={"dma-pause-us": 0},
+                                  only=("stream1m", "stream4m"))
+        ok &= good
+        if fig:
+            figs[NOPAUSE] = fig
     lines, rows = table(anchors, figs)
     print("\n=== issue 13: link transports against the anchors (medians; ratios: how far from the anchor) ===")
     print("\n".join(lines))
