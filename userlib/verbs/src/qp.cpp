@@ -385,9 +385,11 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now) {
         }
         rq_.push_back(RecvWr(*wr));
     }
+    // A receive WR completes nothing by itself: progress only for a packet that
+    // may have been waiting for it (poll_cq and the progress thread do the rest).
     if (state() == IBV_QPS_ERR)
         flush();
-    else
+    else if (rx_ready())
         progress(now);
     return 0;
 }

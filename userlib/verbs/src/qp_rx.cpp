@@ -143,6 +143,17 @@ void Qp::poll_rx() {
     }
 }
 
+bool Qp::rx_ready() const noexcept {
+    if (!rx_)
+        return false;
+    const unsigned char* slot =
+        area_.bytes() + wire::kCtrlBytes + std::uint64_t{rx_->ll_slot()} * wire::kLlSlot;
+    const wire::Pair lp = wire::unpack(__atomic_load_n(
+        reinterpret_cast<const std::uint64_t*>(slot + wire::kLlPairOff), __ATOMIC_ACQUIRE));
+    return lp.sent == rx_->expected() ||
+           rx_->hb_pending(wire::unpack(load_ctrl(wire::kHbPairOff)).sent);
+}
+
 // Handles the packet with the expected seq. False if it stays where it is
 // (no receive WR: RNR; or a PSN the connection does not expect).
 bool Qp::take_packet(const unsigned char* pkt, const wire::Header& h, std::uint64_t hb_bytes) {
