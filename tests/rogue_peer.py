@@ -40,8 +40,11 @@ class RoguePeer:
         deadline = time.monotonic() + connect_timeout
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            # A card whose main loop hangs must fail the test, not hang it.
+            self.sock.settimeout(connect_timeout)
             try:
                 self.sock.connect(path)
+                self.sock.settimeout(None)
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 self.sock.close()
@@ -107,8 +110,8 @@ class RoguePeer:
                 if not b:
                     break
                 got += len(b)
-        except socket.timeout:
-            pass
+        except (socket.timeout, ConnectionResetError):
+            pass  # a card that dropped the stream with bytes unread resets it
         finally:
             self.sock.settimeout(None)
         return got

@@ -312,7 +312,11 @@ def test_random_streams_hurt_only_the_rogue(rc):
              {k: grew(b0, errors(c, 0), k) for k in errors(c, 0) if grew(b0, errors(c, 0), k)},
              grown))
     assert streams > 0 and rx > 0
-    assert grew(b0, errors(c, 0), "BAD_PACKET") > 0  # the garbage was seen and counted
+    after = errors(c, 0)
+    assert grew(b0, after, "BAD_PACKET") > 0  # the garbage was seen and counted
+    # Well-framed packets got past the parser to the router, the filter, the proxy.
+    for deeper in ("HOP_LIMIT", "NOT_REGISTERED", "RP_BAD_PACKET"):
+        assert grew(b0, after, deeper) > 0, "no %s in %d streams" % (deeper, streams)
     # Rate-limited: 10 lines per 5 s per level, ~200 bytes each, plus the summaries.
     assert grown < 8192 + 1000 * RANDOM_SECONDS, "QEMU log grew by %d bytes" % grown
     honest_link_intact(c, b0, b1)

@@ -184,12 +184,16 @@ TEST_F(DirectWrites, ADmaSourceTheTransportCannotReadGoesTheUsualWay) {
 
 TEST_F(DirectWrites, ADmaSourceNobodyCanReadFailsAndWritesNothing) {
     const uint64_t bad = ha.mem.size() - 4096;  // the second piece is past A's memory
+    std::memset(ha.mem.data() + bad, 0x5a, 4096);
+    std::memset(hb.mem.data() + 0x20000, 0xee, 8192);
     const uint32_t st = dma8k(bad);
     EXPECT_EQ(st & PEACH2_DMA_ST_ERROR, static_cast<uint32_t>(PEACH2_DMA_ST_ERROR));
     EXPECT_EQ((st >> PEACH2_DMA_ST_CODE_SHIFT) & 0xff, static_cast<uint32_t>(PEACH2_ERR_DMA_READ));
     EXPECT_EQ(copied.size(), 1u);  // the first piece was readable and went
+    for (size_t i = 0; i < 4096; ++i)
+        ASSERT_EQ(hb.mem[0x20000 + i], 0x5a) << i;
     for (size_t i = 4096; i < 8192; ++i)
-        ASSERT_EQ(hb.mem[0x20000 + i], 0) << i;
+        ASSERT_EQ(hb.mem[0x20000 + i], 0xee) << i;
 }
 
 TEST(InboundFilterPublish, GenerationChangesWithEveryEditAndRangesComeInOrder) {
