@@ -368,7 +368,8 @@ int Qp::query(ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
 
 // ---- receive WRs ---------------------------------------------------------------------
 
-int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now) {
+int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, bool* progress_due) {
+    *progress_due = false;
     for (; wr; wr = wr->next) {
         int err = 0;
         if (srq_)
@@ -389,8 +390,8 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now) {
     // may have been waiting for it (poll_cq and the progress thread do the rest).
     if (state() == IBV_QPS_ERR)
         flush();
-    else if (rx_ready())
-        progress(now);
+    else
+        *progress_due = rx_ready();
     return 0;
 }
 

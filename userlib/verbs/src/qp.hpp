@@ -146,7 +146,9 @@ public:
     int query(ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init);
     // `now`: the verb's clock read (Engine::touch).
     int post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now);
-    int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, std::uint64_t now);
+    // *progress_due: a packet may have waited for these WRs; the caller runs
+    // progress() (and only then counts as driving progress itself).
+    int post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, bool* progress_due);
 
     // ---- progress ----
     // Everything that can move without blocking: arrivals, acknowledgements,

@@ -92,7 +92,15 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     Engine& e = engine_of(qp->context);
     std::lock_guard<std::mutex> g(e.lock());
-    return Qp::of(qp)->post_recv(wr, bad, e.touch());
+    Qp* q = Qp::of(qp);
+    bool progress_due = false;
+    const int rc = q->post_recv(wr, bad, &progress_due);
+    // A post_recv that moves nothing does not tell the progress thread that
+    // the program drives progress: a program that only refills receives
+    // (spinning on a flag) still gets its acknowledgements sent.
+    if (progress_due)
+        q->progress(e.touch());
+    return rc;
 }
 
 int post_srq_recv(ibv_srq* abi, ibv_recv_wr* wr, ibv_recv_wr** bad) {
