@@ -6,7 +6,6 @@ receiver of every transfer verifies it byte for byte against what the sender's
 description says must have changed, and nothing else.
 """
 
-import os
 import re
 import subprocess
 import time
@@ -102,8 +101,8 @@ def test_dma_pacing_properties(make_cluster):
     with a message naming both; without pauses big transfers on four channels still
     arrive intact and the guests stay responsive."""
     qemu = cluster_mod.default_qemu()
+    firmware = [a for d in cluster_mod.FIRMWARE_DIRS for a in ("-L", d)]  # as cluster.py
     for bad in ("dma-burst-us=0", "dma-pause-us=100001"):
-        firmware = [a for d in cluster_mod.FIRMWARE_DIRS if os.path.isdir(d) for a in ("-L", d)]
         r = subprocess.run([qemu] + firmware + ["-M", "q35", "-display", "none", "-nodefaults",
                                                 "-device", "peach2," + bad],
                            capture_output=True, text=True, timeout=60)

@@ -306,13 +306,12 @@ def test_random_streams_hurt_only_the_rogue(rc):
     wait_until(lambda: not sysfs_read(c, 0, "link_w").startswith("up"), timeout=30)
     rx = port_counters(c, 0, "W")["rx_bytes"] - rx0
     grown = os.path.getsize(qemu_log(c)) - size0
+    after = errors(c, 0)
     print("random rogue: %d streams, %d bytes sent, node 0 took %d bytes in %d s (seed %d); "
           "errors on node 0: %s; QEMU log +%d bytes"
           % (streams, sent, rx, RANDOM_SECONDS, RANDOM_SEED,
-             {k: grew(b0, errors(c, 0), k) for k in errors(c, 0) if grew(b0, errors(c, 0), k)},
-             grown))
+             {k: grew(b0, after, k) for k in after if grew(b0, after, k)}, grown))
     assert streams > 0 and rx > 0
-    after = errors(c, 0)
     assert grew(b0, after, "BAD_PACKET") > 0  # the garbage was seen and counted
     # Well-framed packets got past the parser to the router, the filter, the proxy.
     for deeper in ("HOP_LIMIT", "NOT_REGISTERED", "RP_BAD_PACKET"):

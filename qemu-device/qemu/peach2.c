@@ -841,12 +841,6 @@ static void peach2_direct_close(Peach2Port *p)
 }
 
 /*
- * The core's direct_write: a write our card made for the peer on `port`
- * goes straight into the peer's RAM, from this vCPU or bottom half, if the
- * peer's published ranges admit it and everything we sent before it has
- * been applied (order). False: it travels as a packet.
- */
-/*
  * A DMA source read straight from this guest's RAM (direct copies): only
  * plain RAM the card may reach as bus master (its bus-master address
  * space, so a disabled bus master or an unmapped source reads nothing);
@@ -871,8 +865,11 @@ static bool peach2_read_ram(Peach2State *s, void *dst, uint64_t src,
 }
 
 /*
- * A direct write: the bytes of buf, or (buf NULL) of this guest's RAM at
- * src, into the peer's RAM at bus address addr, if its filter takes them.
+ * The core's direct_write and direct_copy: a write our card made for the
+ * peer on `port` (the bytes of buf, or, buf NULL, of this guest's RAM at
+ * src) goes straight into the peer's RAM, from this vCPU or bottom half, if
+ * the peer's published ranges admit it and everything we sent before it has
+ * been applied (order). False: it travels as a packet.
  */
 static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
                                 const void *buf, uint64_t src, size_t len)
