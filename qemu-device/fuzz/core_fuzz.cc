@@ -129,7 +129,9 @@ struct Node {
     uint64_t error_calls = 0;
     // The shared-memory transport's direct writes (the QEMU glue's
     // peach2_direct_write): set by the harness when the input asks for them.
-    std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len)> direct;
+    std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len,
+                       uint64_t pkts)>
+        direct;
     uint64_t direct_writes = 0;
 
     ~Node() { peach2_core_free(core); }
@@ -188,17 +190,20 @@ struct Node {
             Node* n = static_cast<Node*>(o);
             if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS)
                 fail("direct write asked for a port that is no link");
-            return n->direct && n->direct(port, addr, buf, len);
+            return n->direct && n->direct(port, addr, buf, len, 1);
         };
         // The glue's peach2_direct_copy: a DMA piece straight from this
         // node's RAM (anything else: the card reads it itself).
-        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len) {
+        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len,
+                           uint64_t pkts) {
             Node* n = static_cast<Node*>(o);
             if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS)
                 fail("direct copy asked for a port that is no link");
             if (!n->direct || src >= kRamSize || len > kRamSize - src)
                 return false;
-            return n->direct(port, addr, n->ram->data() + src, len);
+            if (pkts == 0 || pkts > (len + 4095) / 4096 + 1)
+                fail("direct copy counted as a number of packets its length cannot be");
+            return n->direct(port, addr, n->ram->data() + src, len, pkts);
         };
         return h;
     }
@@ -250,7 +255,9 @@ public:
             direct_ = true;
             for (unsigned i = 0; i < 2; ++i)
                 node_[i].direct = [this, i](unsigned port, uint64_t addr, const void* buf,
-                                            size_t len) { return direct(i, port, addr, buf, len); };
+                                            size_t len, uint64_t pkts) {
+                    return direct(i, port, addr, buf, len, pkts);
+                };
             for (const Cable& c : cables_) {
                 set_direct(0, c.a_port);
                 set_direct(1, c.b_port);
@@ -429,7 +436,8 @@ private:
     // there as the glue does: inside one of that card's inbound ranges (its
     // published ones), counted by it. The core must ask only for a cabled
     // port it said could (LINK_x.DIRECT).
-    bool direct(unsigned who, unsigned port, uint64_t addr, const void* buf, size_t len) {
+    bool direct(unsigned who, unsigned port, uint64_t addr, const void* buf, size_t len,
+                uint64_t pkts) {
         const uint64_t link = peach2_core_reg_read(node_[who].core, PEACH2_REG_LINK(port - 1), 4);
         if (!(link & PEACH2_LINK_DIRECT) || !(link & PEACH2_LINK_UP))
             fail("direct write on a link that does not offer them");
@@ -449,7 +457,7 @@ private:
                 return false;  // travels as a packet; the peer decides
             peer.ram->write(addr, buf, len);
             ++peer.direct_writes;
-            peach2_core_link_count_direct(peer.core, who == 0 ? c.b_port : c.a_port, 1, len);
+            peach2_core_link_count_direct(peer.core, who == 0 ? c.b_port : c.a_port, pkts, len);
             return true;
         }
         fail("direct write on a port with no cable");

@@ -868,11 +868,14 @@ static bool peach2_read_ram(Peach2State *s, void *dst, uint64_t src,
  * The core's direct_write and direct_copy: a write our card made for the
  * peer on `port` (the bytes of buf, or, buf NULL, of this guest's RAM at
  * src) goes straight into the peer's RAM, from this vCPU or bottom half, if
- * the peer's published ranges admit it and everything we sent before it has
- * been applied (order). False: it travels as a packet.
+ * the peer's published ranges admit all of it and everything we sent before
+ * it has been applied (order); the peer counts it as the `pkts` packets it
+ * stands for. False: nothing was written (the core then sends it as
+ * packets).
  */
 static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
-                                const void *buf, uint64_t src, size_t len)
+                                const void *buf, uint64_t src, size_t len,
+                                uint64_t pkts)
 {
     Peach2Port *p;
     Peach2Direct *d;
@@ -934,7 +937,7 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
         goto out;
     }
     smp_mb(); /* the data before the next write (a flag) and our counts */
-    d->pkts++;
+    d->pkts += pkts;
     d->bytes += len;
     qatomic_set(&a->pkts, d->pkts);
     qatomic_set(&a->bytes, d->bytes);
@@ -948,13 +951,13 @@ out:
 static bool peach2_direct_write(void *opaque, unsigned port, uint64_t addr,
                                 const void *buf, size_t len)
 {
-    return peach2_direct_apply(opaque, port, addr, buf, 0, len);
+    return peach2_direct_apply(opaque, port, addr, buf, 0, len, 1);
 }
 
 static bool peach2_direct_copy(void *opaque, unsigned port, uint64_t addr,
-                               uint64_t src, size_t len)
+                               uint64_t src, size_t len, uint64_t pkts)
 {
-    return peach2_direct_apply(opaque, port, addr, NULL, src, len);
+    return peach2_direct_apply(opaque, port, addr, NULL, src, len, pkts);
 }
 
 /*

@@ -92,12 +92,14 @@ typedef struct peach2_core_host {
 			     const void *buf, size_t len);
 	/* A DMA piece as a direct write whose bytes are this node's memory at
 	 * bus address `src` (the run's source), copied by the transport
-	 * without a bounce buffer. Return true if delivered; false if not (the
-	 * card then reads the source with dma_read and sends it as always, so
-	 * a source the transport cannot read straight fails as it would).
-	 * Asked when direct_write would be. May be NULL. */
+	 * without a bounce buffer; it stands for `pkts` WRITE packets (one
+	 * per page of `addr`), which the peer counts as received. All of it
+	 * or nothing: return true if delivered; false if not (the card then
+	 * tries a page at a time, or reads the source with dma_read and sends
+	 * it as always, so a source the transport cannot read straight fails
+	 * as it would). Asked when direct_write would be. May be NULL. */
 	bool (*direct_copy)(void *opaque, unsigned port, uint64_t addr,
-			    uint64_t src, size_t len);
+			    uint64_t src, size_t len, uint64_t pkts);
 } peach2_core_host;
 
 typedef struct peach2_core_config {

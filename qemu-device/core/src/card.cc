@@ -323,7 +323,7 @@ bool Card::send_direct(unsigned port, uint32_t node, uint64_t addr,
     const std::optional<uint64_t> at = direct_offset(port, node, addr, data.size());
     if (!at || !host_.direct_write(host_.opaque, port, *at, data.data(), data.size()))
         return false;
-    links_.count_direct_tx(port, data.size());
+    links_.count_direct_tx(port, 1, data.size());
     return true;
 }
 
@@ -340,9 +340,10 @@ std::optional<uint64_t> Card::direct_offset(unsigned port, uint32_t node, uint64
 }
 
 // The DMA side of send_direct: the same route and conditions as a WRITE
-// packet this card makes (route()), numbered as the packet it replaces; the
-// transport reads the source itself, so the bytes are copied once.
-bool Card::copy_direct(uint64_t dst, uint64_t src, size_t len) {
+// packet this card makes (route()), numbered and counted as the `packets`
+// it replaces; the transport reads the source itself, so the bytes are
+// copied once.
+bool Card::copy_direct(uint64_t dst, uint64_t src, size_t len, uint64_t packets) {
     const uint32_t node = PEACH2_ADDR_NODE(dst);
     if (!host_.direct_copy || node >= cfg_.node_count ||
         (!router_.table_enabled() && node == cfg_.node_id))
@@ -352,10 +353,10 @@ bool Card::copy_direct(uint64_t dst, uint64_t src, size_t len) {
     if (!port || *port == PEACH2_PORT_N)
         return false;
     const std::optional<uint64_t> at = direct_offset(*port, node, dst, len);
-    if (!at || !host_.direct_copy(host_.opaque, *port, *at, src, len))
+    if (!at || !host_.direct_copy(host_.opaque, *port, *at, src, len, packets))
         return false;
-    ++next_number_[node];
-    links_.count_direct_tx(*port, len);
+    next_number_[node] += static_cast<uint32_t>(packets);
+    links_.count_direct_tx(*port, packets, len);
     return true;
 }
 

@@ -127,10 +127,11 @@ public:
     // Host memory through the host's callbacks: false if refused.
     bool host_read(uint64_t addr, void* buf, size_t len);
     // A DMA piece this card makes (`len` bytes of this node's memory at
-    // `src` for bus address `dst`), copied by the transport straight into
-    // the neighbour's memory when a direct write of it could go
-    // (send_direct), without reading it into a packet first. True if done.
-    bool copy_direct(uint64_t dst, uint64_t src, size_t len);
+    // `src` for bus address `dst`, which would travel as `packets` WRITE
+    // packets), copied by the transport straight into the neighbour's
+    // memory when a direct write of it could go (send_direct), without
+    // reading it into a packet first. True if done.
+    bool copy_direct(uint64_t dst, uint64_t src, size_t len, uint64_t packets);
     bool host_write(uint64_t addr, const void* buf, size_t len);
     // Ask for service(): soon, or after a pause (a long DMA run).
     void schedule_service();

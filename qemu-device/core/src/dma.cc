@@ -19,6 +19,13 @@ constexpr uint64_t kBytesPerRun = 512 * 1024;
 constexpr uint32_t kDescsPerRun = 256;
 constexpr uint64_t kPage = 4096;
 
+// The WRITE packets `len` bytes to `dst` take: one per page they touch
+// (PEACH2_PKT_MAX_PAYLOAD is a page).
+static_assert(PEACH2_PKT_MAX_PAYLOAD == kPage);
+uint64_t packets_in(uint64_t dst, uint64_t len) {
+    return (dst % kPage + len - 1) / kPage + 1;
+}
+
 peach2_desc decode_desc(const uint8_t* b) {
     peach2_desc d{};
     d.src = load_le(b + 0, 8);
@@ -273,6 +280,7 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
     DmaChannel& c = chans_[ch];
     const peach2_desc& d = c.cur;
     std::vector<uint8_t> buf;
+    bool runs = true;
     while (c.progress < d.len) {
         if (budget == 0)
             return false;
@@ -286,14 +294,26 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
             dst = d.dst + block * ((d.flags & PEACH2_DESC_STRIDE_DST) ? step : d.burst) + within;
             piece = std::min<uint64_t>(piece, d.burst - within);
         }
+        // What is contiguous at both ends (`span`) travels as packets of
+        // at most a page that do not cross one.
+        const uint64_t span = piece;
         piece = std::min<uint64_t>({piece, PEACH2_PKT_MAX_PAYLOAD, kPage - dst % kPage});
         if (card_.link_backlogged_for(dst)) {
             c.waiting = true;
             return false;
         }
         // Straight to the neighbour's memory if the transport can (one
-        // copy), else read into a packet and route it.
-        if (!card_.copy_direct(dst, src, piece)) {
+        // copy): the whole span the budget allows at once, counted as the
+        // packets it stands for (after a refusal, page by page for the rest
+        // of this slice), else this packet's piece; else read into a packet
+        // and route it.
+        bool direct = false;
+        if (const uint64_t run = std::min(span, std::max(budget, piece)); runs && run > piece) {
+            direct = card_.copy_direct(dst, src, run, packets_in(dst, run));
+            runs = direct;
+            piece = direct ? run : piece;
+        }
+        if (!direct && !card_.copy_direct(dst, src, piece, 1)) {
             buf.resize(piece);
             if (!card_.host_read(src, buf.data(), piece)) {
                 finish(ch, PEACH2_ERR_DMA_READ);

@@ -242,9 +242,9 @@ bool Links::direct_ready(unsigned port, uint32_t node) const {
            !l.fault_drop;
 }
 
-void Links::count_direct_tx(unsigned port, size_t bytes) {
+void Links::count_direct_tx(unsigned port, uint64_t pkts, uint64_t bytes) {
     Link& l = links_[port];
-    sat_inc(l.counters.tx_pkts);
+    l.counters.tx_pkts = sat_add(l.counters.tx_pkts, pkts);
     l.counters.tx_bytes += bytes;
 }
 

@@ -90,9 +90,9 @@ public:
     // node, offers direct writes, has nothing queued (order) and no fault
     // waiting for its packets.
     bool direct_ready(unsigned port, uint32_t node) const;
-    // Count a direct write as the packet it replaces: sent here, received
+    // Count a direct write as the packets it replaces: sent here, received
     // (count_direct_rx: false if `port` is no link) at the peer.
-    void count_direct_tx(unsigned port, size_t bytes);
+    void count_direct_tx(unsigned port, uint64_t pkts, uint64_t bytes);
     bool count_direct_rx(unsigned port, uint64_t pkts, uint64_t bytes);
     // Default routing: the port whose link is up to exactly `node`; else
     // nullopt with LINK_DOWN (some link is down) or NO_ROUTE in `why`.

@@ -15,6 +15,7 @@ class DirectWrites : public CabledPair {
 protected:
     std::vector<std::pair<uint64_t, size_t>> direct;  // (bus address, length) taken directly
     std::vector<std::pair<uint64_t, size_t>> copied;  // the DMA pieces among them
+    std::vector<uint64_t> copied_pkts;                // the packets each stands for
     bool copies_on = true;  // the transport can read A's memory (QEMU: plain RAM)
 
     void SetUp() override {
@@ -22,24 +23,26 @@ protected:
         peach2_core_link_shared_memory(a.get(), PEACH2_PORT_E, true);
         peach2_core_link_direct(a.get(), PEACH2_PORT_E, true);
         ha.direct = [this](unsigned port, uint64_t addr, const void* buf, size_t len) {
-            return apply(port, addr, buf, len);
+            return apply(port, addr, buf, len, 1);
         };
-        ha.direct_copy = [this](unsigned port, uint64_t addr, uint64_t src, size_t len) {
+        ha.direct_copy = [this](unsigned port, uint64_t addr, uint64_t src, size_t len,
+                                uint64_t pkts) {
             if (!copies_on || src > ha.mem.size() || ha.mem.size() - src < len)
                 return false;
-            if (!apply(port, addr, ha.mem.data() + src, len))
+            if (!apply(port, addr, ha.mem.data() + src, len, pkts))
                 return false;
             copied.emplace_back(addr, len);
+            copied_pkts.push_back(pkts);
             return true;
         };
     }
-    bool apply(unsigned port, uint64_t addr, const void* buf, size_t len) {
+    bool apply(unsigned port, uint64_t addr, const void* buf, size_t len, uint64_t pkts) {
         EXPECT_EQ(port, static_cast<unsigned>(PEACH2_PORT_E));
         if (!b_admits(addr, len))
             return false;  // B refuses it itself, counted there
         std::memcpy(hb.mem.data() + addr, buf, len);
         direct.emplace_back(addr, len);
-        peach2_core_link_count_direct(b.get(), PEACH2_PORT_W, 1, len);
+        peach2_core_link_count_direct(b.get(), PEACH2_PORT_W, pkts, len);
         return true;
     }
     // What the glue does with B's published ranges.
@@ -53,15 +56,15 @@ protected:
     }
     static uint64_t counter(peach2_core* c, uint64_t off) { return peach2_core_reg_read(c, off, 8); }
     // Register mode, channel 0: 8 KiB from A's host `src` (filled at
-    // 0x10000) to node 1's 0x20000; the channel's status at the end.
-    uint32_t dma8k(uint64_t src = 0x10000) {
+    // 0x10000) to node 1's `dst`; the channel's status at the end.
+    uint32_t dma8k(uint64_t src = 0x10000, uint64_t dst = 0x20000) {
         for (size_t i = 0; i < 8192; ++i)
             ha.mem[0x10000 + i] = static_cast<uint8_t>(i * 7);
         const auto w = [&](uint32_t r, uint64_t v, unsigned size) {
             peach2_core_reg_write(a.get(), PEACH2_REG_DMA(0, r), v, size);
         };
         w(PEACH2_DMA_SRC_LO, src, 8);
-        w(PEACH2_DMA_DST_LO, PEACH2_NODE_BASE(1) + 0x20000, 8);
+        w(PEACH2_DMA_DST_LO, PEACH2_NODE_BASE(1) + dst, 8);
         w(PEACH2_DMA_LEN, 8192, 4);
         w(PEACH2_DMA_BLOCK, 0, 4);
         w(PEACH2_DMA_FLAGS, 0, 4);
@@ -159,18 +162,44 @@ TEST_F(DirectWrites, OffUntilSaidAndAfterTheConnectionCloses) {
     EXPECT_FALSE(reg(a.get(), PEACH2_REG_LINK(PEACH2_PORT_E - 1)) & PEACH2_LINK_DIRECT);
 }
 
-TEST_F(DirectWrites, DmaPiecesAreCopiedStraightFromTheSourceAndCountedAsPackets) {
+TEST_F(DirectWrites, DmaRunsAreCopiedStraightFromTheSourceAndCountedAsPackets) {
     const uint64_t tx0 = counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E));
+    const uint64_t rx0 = counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W));
     EXPECT_EQ(dma8k() & PEACH2_DMA_ST_DONE,
               static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
     EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x20000, ha.mem.data() + 0x10000, 8192));
-    // Two 4 KiB pieces, each one copy from A's memory, counted as the two
-    // packets the socket path would send.
-    ASSERT_EQ(copied.size(), 2u);
-    EXPECT_EQ(copied[0], std::make_pair(uint64_t{0x20000}, size_t{4096}));
-    EXPECT_EQ(direct.size(), 2u);
+    // One copy from A's memory for the whole run, counted on both sides as
+    // the two packets the socket path would send.
+    ASSERT_EQ(copied.size(), 1u);
+    EXPECT_EQ(copied[0], std::make_pair(uint64_t{0x20000}, size_t{8192}));
+    EXPECT_EQ(copied_pkts[0], 2u);
     EXPECT_EQ(counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E)) - tx0, 2u);
+    EXPECT_EQ(counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W)) - rx0, 2u);
     EXPECT_EQ(queued_on_e(), 0u);
+    // Off a page boundary the same 8 KiB touch three pages: three packets.
+    EXPECT_EQ(dma8k(0x10000, 0x30800) & PEACH2_DMA_ST_DONE,
+              static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
+    ASSERT_EQ(copied.size(), 2u);
+    EXPECT_EQ(copied_pkts[1], 3u);
+    EXPECT_EQ(counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E)) - tx0, 5u);
+    EXPECT_EQ(counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W)) - rx0, 5u);
+}
+
+TEST_F(DirectWrites, ADmaRunPastThePeersRangeGoesDirectOnlyWhereAdmitted) {
+    // B admits [0x20000, 0x21000) only: the run's first page lands
+    // directly, the second travels as a packet and B refuses it.
+    peach2_core_reg_write(b.get(), PEACH2_REG_IN_CMD, PEACH2_IN_CMD_CLEAR, 4);
+    ASSERT_EQ(allow(b.get(), 0x20000, 0x1000), 0u);
+    std::memset(hb.mem.data() + 0x21000, 0xee, 4096);
+    EXPECT_EQ(dma8k() & PEACH2_DMA_ST_DONE, static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
+    ASSERT_EQ(copied.size(), 1u);
+    EXPECT_EQ(copied[0], std::make_pair(uint64_t{0x20000}, size_t{4096}));
+    EXPECT_EQ(copied_pkts[0], 1u);
+    EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x20000, ha.mem.data() + 0x10000, 4096));
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(errors(b.get(), PEACH2_ERR_NOT_REGISTERED), 1u);
+    for (size_t i = 0; i < 4096; ++i)
+        ASSERT_EQ(hb.mem[0x21000 + i], 0xee) << i;
 }
 
 TEST_F(DirectWrites, ADmaSourceTheTransportCannotReadGoesTheUsualWay) {

@@ -34,7 +34,8 @@ struct FakeHost {
     std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len)> direct;
     // Its direct copies of DMA pieces (peach2_core_host.direct_copy); unset:
     // DMA pieces are read into a buffer and go as the writes above.
-    std::function<bool(unsigned port, uint64_t addr, uint64_t src, size_t len)> direct_copy;
+    std::function<bool(unsigned port, uint64_t addr, uint64_t src, size_t len, uint64_t pkts)>
+        direct_copy;
 
     peach2_core_host callbacks() {
         peach2_core_host h{};
@@ -68,9 +69,10 @@ struct FakeHost {
             auto* self = static_cast<FakeHost*>(o);
             return self->direct && self->direct(port, addr, buf, len);
         };
-        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len) {
+        h.direct_copy = [](void* o, unsigned port, uint64_t addr, uint64_t src, size_t len,
+                           uint64_t pkts) {
             auto* self = static_cast<FakeHost*>(o);
-            return self->direct_copy && self->direct_copy(port, addr, src, len);
+            return self->direct_copy && self->direct_copy(port, addr, src, len, pkts);
         };
         return h;
     }
