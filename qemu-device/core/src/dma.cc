@@ -22,9 +22,7 @@ constexpr uint64_t kPage = 4096;
 // The WRITE packets `len` bytes to `dst` take: one per page they touch
 // (PEACH2_PKT_MAX_PAYLOAD is a page).
 static_assert(PEACH2_PKT_MAX_PAYLOAD == kPage);
-uint64_t packets_in(uint64_t dst, uint64_t len) {
-    return (dst % kPage + len - 1) / kPage + 1;
-}
+uint64_t packets_in(uint64_t dst, uint64_t len) { return (dst % kPage + len - 1) / kPage + 1; }
 
 peach2_desc decode_desc(const uint8_t* b) {
     peach2_desc d{};
