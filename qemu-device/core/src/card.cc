@@ -194,17 +194,17 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
         const uint64_t addr = off + done;
         const unsigned piece =
             static_cast<unsigned>(std::min<uint64_t>(size - done, kPage - addr % kPage));
-        const bool merge = open_ && open_->addr + open_->data.size() == addr &&
-                           open_->data.size() + piece <= PEACH2_WC_MAX && addr % kPage != 0;
+        const bool merge = open_ && open_->addr + open_->len == addr &&
+                           open_->len + piece <= PEACH2_WC_MAX && addr % kPage != 0;
         if (!merge) {
             close_write();
             // Not emplace(): clang (the fuzz builds) cannot default-construct a
             // nested class with member initializers inside std::optional.
             open_ = OpenWrite{};
             open_->addr = addr;
-            open_->data.reserve(PEACH2_WC_MAX);
         }
-        open_->data.insert(open_->data.end(), bytes + done, bytes + done + piece);
+        std::memcpy(open_->data.data() + open_->len, bytes + done, piece);
+        open_->len += piece;
         done += piece;
     }
 }
@@ -212,11 +212,11 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
 void Card::close_write() {
     if (!open_)
         return;
-    OpenWrite w = std::move(*open_);
+    const OpenWrite w = *open_;
     open_.reset();
     sat_inc(host_counters_.rx_pkts);
-    host_counters_.rx_bytes += w.data.size();
-    route_write(w.addr, w.data, {});
+    host_counters_.rx_bytes += w.len;
+    route_write(w.addr, w.bytes(), {});
 }
 
 // Work that must not run inside a register write or a store: the bottom half.

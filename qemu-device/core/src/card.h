@@ -153,9 +153,13 @@ public:
 
 private:
     // Write-combining buffer: contiguous stores merge into one packet.
+    // The write-combining buffer: a fixed array, as every store of a PIO
+    // stream passes through it.
     struct OpenWrite {
         uint64_t addr = 0;
-        std::vector<uint8_t> data;
+        uint32_t len = 0;
+        std::array<uint8_t, PEACH2_WC_MAX> data;
+        std::span<const uint8_t> bytes() const noexcept { return {data.data(), len}; }
     };
 
     uint32_t reg_read32(uint64_t off);
