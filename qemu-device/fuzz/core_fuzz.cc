@@ -132,7 +132,7 @@ struct Node {
     std::function<bool(unsigned port, uint64_t addr, const void* buf, size_t len,
                        uint64_t pkts)>
         direct;
-    uint64_t direct_writes = 0;
+    uint64_t direct_writes = 0;  // calls: a DMA run of many pages is one
 
     ~Node() { peach2_core_free(core); }
 
@@ -201,8 +201,11 @@ struct Node {
                 fail("direct copy asked for a port that is no link");
             if (!n->direct || src >= kRamSize || len > kRamSize - src)
                 return false;
-            if (pkts == 0 || pkts > (len + 4095) / 4096 + 1)
-                fail("direct copy counted as a number of packets its length cannot be");
+            // One packet per page the destination touches, as the socket
+            // path would send.
+            if (len == 0 ||
+                pkts != (addr % PEACH2_PKT_MAX_PAYLOAD + len - 1) / PEACH2_PKT_MAX_PAYLOAD + 1)
+                fail("direct copy counted as other than the packets it replaces");
             return n->direct(port, addr, n->ram->data() + src, len, pkts);
         };
         return h;

@@ -847,23 +847,42 @@ static void peach2_direct_close(Peach2Port *p)
  * plain RAM the card may reach as bus master (its bus-master address
  * space, so a disabled bus master or an unmapped source reads nothing);
  * anything else goes the usual way (pci_dma_read, with its errors).
+ * The pointer is good while the caller holds the RCU read lock.
  */
-static bool peach2_read_ram(Peach2State *s, void *dst, uint64_t src,
-                            size_t len)
+static const void *peach2_ram_at(Peach2State *s, uint64_t src, size_t len)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     MemoryRegion *mr;
     hwaddr xlat, l = len;
 
-    RCU_READ_LOCK_GUARD();
     mr = address_space_translate(as, src, &xlat, &l, false,
                                  MEMTXATTRS_UNSPECIFIED);
     if (l < len || !memory_region_is_ram(mr) ||
         memory_region_is_ram_device(mr)) {
-        return false;
+        return NULL;
     }
-    memcpy(dst, (uint8_t *)memory_region_get_ram_ptr(mr) + xlat, len);
-    return true;
+    return (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
+}
+
+/*
+ * Copy a direct write of several pages a page at a time, in order, as its
+ * packets would land: a guest that polls the last word of a page (or of
+ * the whole transfer) sees it only after the bytes before it.
+ */
+static void peach2_copy_in_order(uint8_t *dst, const uint8_t *src,
+                                 size_t len, uint64_t addr)
+{
+    while (len) {
+        size_t n = MIN(len, PEACH2_PKT_MAX_PAYLOAD -
+                            addr % PEACH2_PKT_MAX_PAYLOAD);
+
+        memcpy(dst, src, n);
+        smp_wmb(); /* this page before the next one */
+        dst += n;
+        src += n;
+        addr += n;
+        len -= n;
+    }
 }
 
 /*
@@ -885,6 +904,7 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     uint64_t gen, lo, hi, base, end, ram_off, off;
     bool done = false;
 
+    RCU_READ_LOCK_GUARD(); /* peach2_ram_at's pointer */
     if (port < PEACH2_PORT_E || port >= PEACH2_NR_PORTS) {
         return false;
     }
@@ -933,11 +953,13 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     if (len > d->peer_ram_len - off) {
         goto out;
     }
-    if (buf) {
-        memcpy(d->peer_ram + off, buf, len);
-    } else if (!peach2_read_ram(s, d->peer_ram + off, src, len)) {
-        goto out;
+    if (!buf) {
+        buf = peach2_ram_at(s, src, len);
+        if (!buf) {
+            goto out;
+        }
     }
+    peach2_copy_in_order(d->peer_ram + off, buf, len, addr);
     smp_mb(); /* the data before the next write (a flag) and our counts */
     d->pkts += pkts;
     d->bytes += len;

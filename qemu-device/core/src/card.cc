@@ -12,8 +12,6 @@
 namespace peach2 {
 namespace {
 
-constexpr uint64_t kPage = 4096;
-
 bool valid_size(unsigned size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
 }  // namespace

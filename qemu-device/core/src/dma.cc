@@ -17,11 +17,9 @@ namespace {
 // vCPUs of this node for long; the rest follows in the next slice.
 constexpr uint64_t kBytesPerRun = 512 * 1024;
 constexpr uint32_t kDescsPerRun = 256;
-constexpr uint64_t kPage = 4096;
-
-// The WRITE packets `len` bytes to `dst` take: one per page they touch
-// (PEACH2_PKT_MAX_PAYLOAD is a page).
 static_assert(PEACH2_PKT_MAX_PAYLOAD == kPage);
+
+// The WRITE packets `len` bytes to `dst` take: one per page they touch.
 uint64_t packets_in(uint64_t dst, uint64_t len) { return (dst % kPage + len - 1) / kPage + 1; }
 
 peach2_desc decode_desc(const uint8_t* b) {
@@ -295,7 +293,7 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
         // What is contiguous at both ends (`span`) travels as packets of
         // at most a page that do not cross one.
         const uint64_t span = piece;
-        piece = std::min<uint64_t>({piece, PEACH2_PKT_MAX_PAYLOAD, kPage - dst % kPage});
+        piece = std::min<uint64_t>(piece, kPage - dst % kPage);
         if (card_.link_backlogged_for(dst)) {
             c.waiting = true;
             return false;
@@ -303,10 +301,16 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
         // Straight to the neighbour's memory if the transport can (one
         // copy): the whole span the budget allows at once, counted as the
         // packets it stands for (after a refusal, page by page for the rest
-        // of this slice), else this packet's piece; else read into a packet
-        // and route it.
+        // of this descriptor in this slice), else this packet's piece; else
+        // read into a packet and route it.
+        // A run the budget cuts short ends on a page, where a packet would
+        // (dst + piece is on one whenever piece < span): a page split
+        // between two slices would count as two packets.
+        uint64_t run = std::min(span, std::max(budget, piece));
+        if (run < span)
+            run -= (dst + run) % kPage;
         bool direct = false;
-        if (const uint64_t run = std::min(span, std::max(budget, piece)); runs && run > piece) {
+        if (runs && run > piece) {
             direct = card_.copy_direct(dst, src, run, packets_in(dst, run));
             runs = direct;
             piece = direct ? run : piece;

@@ -7,6 +7,10 @@
 
 namespace peach2 {
 
+// No packet crosses a 4 KiB boundary (as no PCIe request does), and a WRITE
+// packet carries at most PEACH2_PKT_MAX_PAYLOAD, one such page.
+inline constexpr uint64_t kPage = 4096;
+
 inline uint64_t load_le(const uint8_t* p, unsigned size) {
     uint64_t v = 0;
     for (unsigned i = 0; i < size; ++i)

@@ -179,10 +179,50 @@ TEST_F(DirectWrites, DmaRunsAreCopiedStraightFromTheSourceAndCountedAsPackets) {
     // Off a page boundary the same 8 KiB touch three pages: three packets.
     EXPECT_EQ(dma8k(0x10000, 0x30800) & PEACH2_DMA_ST_DONE,
               static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
+    EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x30800, ha.mem.data() + 0x10000, 8192));
     ASSERT_EQ(copied.size(), 2u);
     EXPECT_EQ(copied_pkts[1], 3u);
     EXPECT_EQ(counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E)) - tx0, 5u);
     EXPECT_EQ(counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W)) - rx0, 5u);
+}
+
+// A run is cut where a slice's budget ends, on a page boundary: the pages
+// are counted as on the socket path, however the slices fall.
+TEST_F(DirectWrites, SlicesEndOnPagesSoRunsCountAsThePacketPath) {
+    const auto run = [&](bool direct) {
+        peach2_core_link_direct(a.get(), PEACH2_PORT_E, direct);
+        const uint64_t tx0 = counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E));
+        const uint64_t rx0 = counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W));
+        const auto w = [&](uint32_t r, uint64_t v, unsigned size) {
+            peach2_core_reg_write(a.get(), PEACH2_REG_DMA(0, r), v, size);
+        };
+        w(PEACH2_DMA_SRC_LO, 0x10800, 8);  // 128 KiB, both ends 2 KiB into a page
+        w(PEACH2_DMA_DST_LO, PEACH2_NODE_BASE(1) + 0x40800, 8);
+        w(PEACH2_DMA_LEN, 128 << 10, 4);
+        w(PEACH2_DMA_BLOCK, 0, 4);
+        w(PEACH2_DMA_FLAGS, 0, 4);
+        w(PEACH2_DMA_CTRL, PEACH2_DMA_CTRL_START_REG, 4);
+        for (int i = 0; i < 64 && (reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)) &
+                                   PEACH2_DMA_ST_BUSY);
+             ++i) {
+            peach2_core_service_bounded(a.get(), 48 << 10);  // slices end mid-page
+            EXPECT_TRUE(pump());
+        }
+        EXPECT_EQ(reg(a.get(), PEACH2_REG_DMA(0, PEACH2_DMA_STATUS)) & PEACH2_DMA_ST_DONE,
+                  static_cast<uint32_t>(PEACH2_DMA_ST_DONE));
+        EXPECT_EQ(0, std::memcmp(hb.mem.data() + 0x40800, ha.mem.data() + 0x10800, 128 << 10));
+        return std::make_pair(counter(a.get(), PEACH2_REG_TX_PKTS(PEACH2_PORT_E)) - tx0,
+                              counter(b.get(), PEACH2_REG_RX_PKTS(PEACH2_PORT_W)) - rx0);
+    };
+    for (size_t i = 0; i < (128 << 10); ++i)
+        ha.mem[0x10800 + i] = static_cast<uint8_t>(i * 13 + 1);
+    const auto packets = run(false);
+    EXPECT_TRUE(copied.empty());
+    EXPECT_EQ(packets, std::make_pair(uint64_t{33}, uint64_t{33}));  // 33 pages touched
+    std::memset(hb.mem.data() + 0x40800, 0, 128 << 10);
+    EXPECT_EQ(run(true), packets);
+    EXPECT_GE(copied.size(), 2u);  // a bounded slice, then the rest (pump's service)
+    EXPECT_LT(copied.size(), 33u);
 }
 
 TEST_F(DirectWrites, ADmaRunPastThePeersRangeGoesDirectOnlyWhereAdmitted) {
