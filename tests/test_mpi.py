@@ -52,11 +52,14 @@ def ok_line(out, prog):
 
 def test_ucx_is_pinned_to_the_cards(cluster2):
     """UCX's configuration in the guest: TCA Verbs between nodes, shared memory within,
-    no tcp; and UCX finds both Verbs transports on the card."""
+    no tcp, large messages from 32 KiB by the sender's RDMA Write; and UCX finds both
+    Verbs transports on the card."""
     c = cluster2
     cfg = check(c, 0, "ucx_info -c")
     tls = re.search(r"^UCX_TLS=(.*)$", cfg, re.M)
     assert tls and tls.group(1) == "rc_verbs,ud_verbs,sm,self", cfg
+    for line in ("UCX_RNDV_THRESH=32K", "UCX_RNDV_SCHEME=put_zcopy"):
+        assert re.search("^%s$" % line, cfg, re.M), cfg
     dev = check(c, 1, "ucx_info -d")
     for tl in ("rc_verbs", "ud_verbs"):
         assert re.search(r"Transport: %s\s*\n#\s*Device: peach2_0:1" % tl, dev), dev
