@@ -152,9 +152,8 @@ public:
     }
 
 private:
-    // Write-combining buffer: contiguous stores merge into one packet.
-    // The write-combining buffer: a fixed array, as every store of a PIO
-    // stream passes through it.
+    // Write-combining buffer: contiguous stores merge into one packet. A
+    // fixed array, as every store of a PIO stream passes through it.
     struct OpenWrite {
         uint64_t addr = 0;
         uint32_t len = 0;

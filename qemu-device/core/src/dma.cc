@@ -302,10 +302,10 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
         // copy): the whole span the budget allows at once, counted as the
         // packets it stands for (after a refusal, page by page for the rest
         // of this descriptor in this slice), else this packet's piece; else
-        // read into a packet and route it.
-        // A run the budget cuts short ends on a page, where a packet would
-        // (dst + piece is on one whenever piece < span): a page split
-        // between two slices would count as two packets.
+        // read into a packet and route it. A run the budget cuts short ends
+        // on a page, where a packet would (dst + piece is on one whenever
+        // piece < span): a page split between two slices would count as two
+        // packets.
         uint64_t run = std::min(span, std::max(budget, piece));
         if (run < span)
             run -= (dst + run) % kPage;
