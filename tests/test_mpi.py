@@ -78,6 +78,12 @@ def test_pingpong_two_nodes(cluster2, mpi):
     assert sent > 8 << 20 and peer >= sent, line
     assert cards[0] >= sent and cards[1] >= peer, (cards, sent)
     assert max(mgmt) < MGMT_SLACK, "eth0 carried %s bytes: MPI over TCP?" % mgmt
+    # The timing table: a row per power of two, mean and median half round trips
+    # (a median above the slowest possible mean would be a wrong order statistic).
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", out, re.M)
+    assert [int(r[0]) for r in rows] == [1 << k for k in range(23)], out
+    for size, iters, mean, med, _ in rows:
+        assert 0 < float(med) <= float(mean) * int(iters), (size, mean, med)
 
 
 @pytest.mark.parametrize("mpi", MPIS)
