@@ -106,7 +106,7 @@ int peach2_charge_user(struct peach2_buf *buf)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
 	u64 limit = READ_ONCE(peach2_user_max_bytes);
-	unsigned long deadline;
+	unsigned long deadline, start = jiffies;
 	struct peach2_acct *a;
 	u64 held;
 	s64 q;
@@ -146,6 +146,12 @@ int peach2_charge_user(struct peach2_buf *buf)
 		peach2_acct_put(p2, a);
 		return -EDQUOT;
 	}
+	/* Said, because the caller's peers may have given up on it meanwhile. */
+	if (time_after(jiffies, start + HZ / 10))
+		dev_info_ratelimited(&p2->pdev->dev,
+				     "uid %u: a new buffer waited %u ms for quarantined memory to fit user_max_bytes\n",
+				     from_kuid(&init_user_ns, a->uid),
+				     jiffies_to_msecs(jiffies - start));
 	buf->acct = a;
 	return 0;
 }

@@ -70,6 +70,18 @@ void log_error(const char* fmt, ...) {
     va_end(ap);
 }
 
+bool log_slow(std::uint64_t took_ns, const char* fmt, ...) {
+    if (took_ns <= kSlowCallNs)
+        return false;
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    log_error("%s took %.1f s", what, static_cast<double>(took_ns) / 1e9);
+    return true;
+}
+
 void log_debug(const char* fmt, ...) {
     if (!debug_enabled())
         return;

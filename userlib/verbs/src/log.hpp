@@ -15,6 +15,14 @@ void log_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 bool debug_enabled() noexcept;
 
+// A verb that blocked longer than this says so (log_slow): while a process waits
+// in the driver (a pin over the user's quota waits for quarantined memory, a
+// lookup for a late answer), QPs that depend on it may send no acknowledgement,
+// and a peer that gives up after a few seconds reports only "stopped answering".
+constexpr std::uint64_t kSlowCallNs = 1'000'000'000ull;
+// "<what> took N.N s" through log_error if took_ns > kSlowCallNs; true if so.
+bool log_slow(std::uint64_t took_ns, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
 // The error lines' rate limit, as the kernel's printk_ratelimit: a burst
 // per interval. Not thread-safe by itself (log_error holds a lock).
 class ErrorBudget {

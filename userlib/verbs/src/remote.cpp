@@ -48,7 +48,11 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
     node_ = node;
     const std::uint64_t start = now_ns();
     tcaNameInfo n;
-    if (int rc = tcaLookupName(static_cast<int>(node), kind, name, 0, &n)) {
+    const int found = tcaLookupName(static_cast<int>(node), kind, name, 0, &n);
+    log_slow(now_ns() - start, "lookup of %s %#x on node %u (%s)",
+             kind == TCA_NAME_QP ? "QP" : "key", name, node,
+             found ? tcaErrorString(found) : "found");
+    if (int rc = found) {
         log_debug("lookup of %s %#x on node %u: %s", kind == TCA_NAME_QP ? "QP" : "key", name, node,
                   tcaErrorString(rc));
         return rc;
@@ -62,6 +66,9 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
 int RemoteRange::renew(std::uint64_t now) {
     tcaNameInfo n;
     const int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, 0, &n);
+    log_slow(now_ns() - now, "renewing %s %#x on node %u (%s)",
+             first_.kind == TCA_NAME_QP ? "QP" : "key", first_.name, node_,
+             rc ? tcaErrorString(rc) : "renewed");
     return renewed(rc, n, now);
 }
 

@@ -17,6 +17,7 @@
 #include "engine.hpp"
 #include "log.hpp"
 #include "objects.hpp"
+#include "remote.hpp"
 
 using namespace pv;
 
@@ -82,10 +83,15 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* abi, void* addr, size_t length, uint6
     // the pin for seconds (the user's quarantined memory over its quota),
     // and meanwhile the progress thread must go on acknowledging peers, or
     // their Sends end with IBV_WC_RETRY_EXC_ERR.
-    if (int rc = tcaRegister(addr, length)) {
+    const std::uint64_t pin_start = now_ns();
+    const int pinned = tcaRegister(addr, length);
+    log_slow(now_ns() - pin_start, "ibv_reg_mr: pinning %zu bytes at %p (%s)", length, addr,
+             pinned ? "failed" : "done");
+    if (int rc = pinned) {
         log_error("ibv_reg_mr: cannot pin %zu bytes at %p: %s%s", length, addr, tcaErrorString(rc),
-                  rc == -ENOMEM   ? " (over RLIMIT_MEMLOCK, see `ulimit -l`, or the driver's per-process "
-                                    "limit /sys/module/peach2/parameters/max_alloc_per_fd)"
+                  rc == -ENOMEM
+                      ? " (over RLIMIT_MEMLOCK, see `ulimit -l`, or the driver's per-process "
+                        "limit /sys/module/peach2/parameters/max_alloc_per_fd)"
                   : rc == -ENOSPC ? " (the card's table of registered ranges is full)"
                                   : "");
         delete mr;
@@ -145,6 +151,7 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_
 PV_EXPORT int ibv_dereg_mr(ibv_mr* abi) {
     Engine& e = engine_of(abi->context);
     Mr* mr = owner<Mr>(abi);
+    const std::uint64_t start = now_ns();
     std::lock_guard<std::mutex> g(e.lock());
     e.mrs.erase(mr->abi.lkey);
     // The key first: peers looking it up from now on are refused.
@@ -159,6 +166,10 @@ PV_EXPORT int ibv_dereg_mr(ibv_mr* abi) {
             rc = 0;
         }
     }
+    log_slow(now_ns() - start,
+             "ibv_dereg_mr of %zu bytes at %p (the engine locked: no QP of "
+             "this process moved)",
+             mr->abi.length, mr->abi.addr);
     delete mr;
     return rc ? errno_of(rc) : 0;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "log.hpp"
 
 using namespace pv;
@@ -40,4 +42,12 @@ TEST(ErrorBudget, AQuietIntervalReportsNothing) {
     EXPECT_EQ(suppressed, 0u);
     EXPECT_TRUE(b.admit(3 * ErrorBudget::kIntervalNs, &suppressed));
     EXPECT_EQ(suppressed, 0u);
+}
+
+TEST(SlowCalls, OnlyThoseOverTheLimitAreReported) {
+    testing::internal::CaptureStderr();
+    EXPECT_FALSE(log_slow(kSlowCallNs, "ibv_reg_mr: pinning %d bytes", 4096));
+    EXPECT_TRUE(log_slow(kSlowCallNs + kSec / 2, "ibv_reg_mr: pinning %d bytes", 8192));
+    const std::string out = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(out, "peach2-verbs: ibv_reg_mr: pinning 8192 bytes took 1.5 s\n");
 }
