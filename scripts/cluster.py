@@ -1252,6 +1252,16 @@ class Cluster:
         return cluster_status.ClusterStatus(result, self.cables, self.topology)
 
     # -- logs --------------------------------------------------------------------
+    def node_alive(self, node):
+        """Is node's QEMU running?"""
+        return self._node(node).alive()
+
+    def qemu_stderr(self, node, nbytes=3000):
+        """The last nbytes of node's QEMU stderr (its current boot): link, transport and
+        device messages."""
+        paths = self._node(node).paths
+        return _tail(paths["stderr"], nbytes) if paths else ""
+
     def console_log(self, node):
         """The kernel console (ttyS0) of a node, all boots concatenated."""
         parts = []

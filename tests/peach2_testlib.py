@@ -80,6 +80,21 @@ def check(c, node, cmd, timeout=60):
     return out
 
 
+def failure_report(c, nodes=None):
+    """What a failed multi-node run leaves to look at, for its assertion message: per
+    node the card's counters, errors, read proxy and Verbs statistics, what each user
+    holds (`users`), the kernel log's tail, and the tail of its QEMU's stderr (link and
+    direct-write messages). Reads only; a node that does not answer says so."""
+    parts = []
+    for i in range(c.n) if nodes is None else nodes:
+        rc, out = c.run(i, "cd %s && for f in counters errors_by_code rproxy verbs users link_e "
+                        "link_w; do echo \"[$f]\"; cat $f; done; echo '[dmesg]'; "
+                        "dmesg | tail -15" % SYSFS, timeout=30) if c.node_alive(i) else (1, "")
+        parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
+        parts.append("----- node%d QEMU stderr\n%s" % (i, c.qemu_stderr(i, 1500)))
+    return "\n".join(parts)
+
+
 def sysfs_read(c, node, attr, dev=SYSFS):
     """Contents of /sys/class/peach2/peach2-0/<attr> on a node, stripped."""
     return check(c, node, "cat %s/%s" % (dev, attr)).strip()

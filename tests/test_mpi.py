@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from peach2_testlib import check, wait_until
+from peach2_testlib import check, failure_report, wait_until
 # scripts/, on the path through peach2_testlib
 from benchlib import MGMT_SLACK, card_bytes, mgmt_bytes, mpi_launch, tcp_pair
 
@@ -35,8 +35,11 @@ def run_counted(c, mpi, n, prog, timeout=600):
     cards0 = [card_bytes(c, i)[0] for i in nodes]
     mgmt0 = [mgmt_bytes(c, i) for i in nodes]
     t0 = time.monotonic()
-    out = check(c, 0, mpi_launch(mpi, n, prog) + " 2>&1", timeout=timeout)
+    rc, out = c.run(0, mpi_launch(mpi, n, prog) + " 2>&1", timeout=timeout)
     took = time.monotonic() - t0
+    # A job that fails now and then must leave enough to explain it.
+    assert rc == 0, "%s exited %d after %.1f s:\n%s\n%s" % (
+        mpi_launch(mpi, n, prog), rc, took, out, failure_report(c))
     cards = [card_bytes(c, i)[0] - cards0[i] for i in nodes]
     mgmt = [mgmt_bytes(c, i) - mgmt0[i] for i in nodes]
     print("\n%s, %.1f s: card tx bytes per node %s, eth0 tx bytes %s\n%s"
@@ -63,6 +66,18 @@ def test_ucx_is_pinned_to_the_cards(cluster2):
     dev = check(c, 1, "ucx_info -d")
     for tl in ("rc_verbs", "ud_verbs"):
         assert re.search(r"Transport: %s\s*\n#\s*Device: peach2_0:1" % tl, dev), dev
+
+
+def test_failure_report_has_every_node(cluster2):
+    """What a failed job's assertion carries (run_counted): each node's card and read-proxy
+    counters, Verbs statistics, what each user holds, kernel log and QEMU stderr."""
+    rep = failure_report(cluster2)
+    for i in range(cluster2.n):
+        part = rep.split("===== node%d (rc 0)" % i, 1)[1].split("=====", 1)[0]
+        for what in ("[counters]", "[rproxy]", "served_read", "[verbs]", "[users]", "limits",
+                     "[dmesg]",
+                     "----- node%d QEMU stderr" % i):
+            assert what in part, (i, what, rep)
 
 
 @pytest.mark.parametrize("mpi", MPIS)
