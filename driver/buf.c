@@ -274,9 +274,10 @@ static int peach2_buf_alloc_chunks(struct peach2_buf *buf)
 
 /*
  * A new buffer of @size bytes (page aligned, 1 .. max_alloc), zeroed, with
- * one reference for the caller, charged to @ctx.
+ * one reference for the caller, charged to @ctx; over the user's quota it
+ * waits for the user's quarantined buffers if @wait (limits.c).
  */
-struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size)
+struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size, bool wait)
 {
 	struct peach2_dev *p2 = ctx->p2;
 	struct peach2_buf *buf;
@@ -299,7 +300,7 @@ struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size)
 	buf->size = size;
 
 	/* Charged before a page is allocated (limits.c). */
-	ret = peach2_charge_buf(buf);
+	ret = peach2_charge_buf(buf, wait);
 	if (ret) {
 		peach2_buf_put(buf);
 		return ERR_PTR(ret);

@@ -135,7 +135,7 @@ static int peach2_ioctl_alloc(struct peach2_file *ctx, void __user *argp)
 		return -EINVAL;
 	size &= PAGE_MASK;
 
-	buf = peach2_buf_create(ctx, size);
+	buf = peach2_buf_create(ctx, size, !(req.flags & PEACH2_ALLOC_NOWAIT));
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
 

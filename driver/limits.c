@@ -99,10 +99,11 @@ static void peach2_acct_put(struct peach2_dev *p2, struct peach2_acct *a)
 
 /*
  * Charge a new buffer of @buf->size bytes to the current user (PIN: its
- * pages are charged to the process by pin.c, in locked_vm). Undone by
+ * pages are charged to the process by pin.c, in locked_vm). Over the limit,
+ * wait for the user's quarantined buffers if @wait. Undone by
  * peach2_uncharge_buf().
  */
-int peach2_charge_user(struct peach2_buf *buf)
+int peach2_charge_user(struct peach2_buf *buf, bool wait)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
 	u64 limit = READ_ONCE(peach2_user_max_bytes);
@@ -130,7 +131,7 @@ int peach2_charge_user(struct peach2_buf *buf)
 		 */
 		q = atomic64_read(&a->q_bytes);
 		left = (long)(deadline - jiffies);
-		if (q <= 0 || (u64)q < held - limit || left <= 0)
+		if (!wait || q <= 0 || (u64)q < held - limit || left <= 0)
 			break;
 		left = wait_event_killable_timeout(p2->names.q_freed,
 						   atomic64_read(&a->q_bytes) < q, left);
@@ -160,14 +161,14 @@ int peach2_charge_user(struct peach2_buf *buf)
  * Charge a new ALLOC'd buffer to the current user and process. Undone by
  * peach2_uncharge_buf(), whatever part of it was done.
  */
-int peach2_charge_buf(struct peach2_buf *buf)
+int peach2_charge_buf(struct peach2_buf *buf, bool wait)
 {
 	struct peach2_dev *p2 = buf->ctx->p2;
 	unsigned long pages = buf->size >> PAGE_SHIFT;
 	u64 pinned;
 	int ret;
 
-	ret = peach2_charge_user(buf);
+	ret = peach2_charge_user(buf, wait);
 	if (ret)
 		return ret;
 	buf->mm = current->mm;

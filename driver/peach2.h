@@ -439,8 +439,8 @@ extern const struct file_operations peach2_fops;
 /* limits.c */
 void peach2_limits_init(void);
 void peach2_acct_init(struct peach2_dev *p2);
-int peach2_charge_user(struct peach2_buf *buf);
-int peach2_charge_buf(struct peach2_buf *buf);
+int peach2_charge_user(struct peach2_buf *buf, bool wait);
+int peach2_charge_buf(struct peach2_buf *buf, bool wait);
 void peach2_uncharge_buf(struct peach2_buf *buf);
 int peach2_charge_range(struct peach2_buf *buf);
 void peach2_uncharge_range(struct peach2_buf *buf);
@@ -448,7 +448,7 @@ int peach2_users_show(struct peach2_dev *p2, char *buf);
 
 /* buf.c */
 extern unsigned long long peach2_max_alloc_per_fd;
-struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size);
+struct peach2_buf *peach2_buf_create(struct peach2_file *ctx, u64 size, bool wait);
 struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
 void peach2_buf_put(struct peach2_buf *buf);
 const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,

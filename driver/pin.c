@@ -461,7 +461,7 @@ long peach2_ioctl_pin(struct peach2_file *ctx, void __user *argp)
 	}
 	for (i = 0; i < pages; i++)
 		pin->dma[i] = DMA_MAPPING_ERROR;
-	ret = peach2_charge_user(buf);	/* limits.c */
+	ret = peach2_charge_user(buf, true);	/* limits.c */
 	if (ret)
 		goto err;
 	pin->mm = current->mm;

@@ -241,4 +241,38 @@ TEST_F(quarantine, own_quarantine_is_waited_for)
 	EXPECT_GT(0.5, now_s() - t0);
 }
 
+/*
+ * With PEACH2_ALLOC_NOWAIT the same ALLOC is refused at once: the Verbs
+ * library allocates bounce buffers under its engine lock and tries again
+ * later rather than hold every QP of the process for seconds.
+ */
+TEST_F(quarantine, nowait_is_refused_at_once)
+{
+	struct peach2_publish pub;
+	struct mbuf b;
+	double t0;
+
+	ASSERT_EQ(0, mbuf_alloc(self->fd, 6 * MIB, &b));
+	memset(&pub, 0, sizeof(pub));
+	pub.handle = b.a.handle;
+	pub.kind = PEACH2_NAME_KEY;
+	pub.len = 6 * MIB;
+	pub.flags = PEACH2_NAME_WRITE;
+	EXPECT_EQ(0, xioctl(self->fd, PEACH2_IOC_PUBLISH, &pub));
+	mbuf_free(self->fd, &b);	/* into quarantine, still charged */
+
+	memset(&b, 0, sizeof(b));
+	b.a.size = 6 * MIB;
+	b.a.flags = PEACH2_ALLOC_NOWAIT;
+	t0 = now_s();
+	EXPECT_EQ(EDQUOT, xioctl(self->fd, PEACH2_IOC_ALLOC, &b.a));
+	EXPECT_GT(0.5, now_s() - t0);
+	/* Under the limit it is an ALLOC like any other. */
+	memset(&b, 0, sizeof(b));
+	b.a.size = MIB;
+	b.a.flags = PEACH2_ALLOC_NOWAIT;
+	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_ALLOC, &b.a));
+	mbuf_free(self->fd, &b);
+}
+
 TEST_HARNESS_MAIN

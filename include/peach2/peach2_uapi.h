@@ -53,11 +53,18 @@ struct peach2_info {
 	__u64 reserved[4];
 };
 
-/* Allocate a buffer remote nodes can write into (the first tcaMalloc). */
-#define PEACH2_ALLOC_FLAGS_ALL 0u
+/*
+ * Allocate a buffer remote nodes can write into (the first tcaMalloc).
+ * Over user_max_bytes, an ALLOC waits (up to name_quarantine_ms + 1 s) for
+ * the user's own quarantined buffers to go; with PEACH2_ALLOC_NOWAIT it is
+ * refused at once (EDQUOT), for a caller that must not block (it tries
+ * again later).
+ */
+#define PEACH2_ALLOC_NOWAIT    (1u << 0)
+#define PEACH2_ALLOC_FLAGS_ALL PEACH2_ALLOC_NOWAIT
 struct peach2_alloc {
 	__u64 size;           /* in: bytes, 1 .. max_alloc; out: rounded up to pages */
-	__u32 flags;          /* in: must be 0 */
+	__u32 flags;          /* in: PEACH2_ALLOC_* */
 	__u32 handle;         /* out: names the buffer for this fd; never 0 */
 	__u64 mmap_offset;    /* out: pass to mmap() */
 	__u64 bus_addr;       /* out: bus address of byte 0 (chunk 0) */
