@@ -82,11 +82,13 @@ int Context::open(const char* path, std::unique_ptr<Context>* out) {
     return 0;
 }
 
-int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) const {
+int Context::new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out,
+                        std::uint32_t alloc_flags) const {
     if (size == 0 || size > info_.max_alloc)
         return -EINVAL;
     peach2_alloc a{};
     a.size = size;
+    a.flags = alloc_flags;
     if (::ioctl(fd_.get(), PEACH2_IOC_ALLOC, &a) < 0)
         return -errno;
     auto buf = std::make_unique<DriverBuffer>(fd_.get(), a.handle);  // frees on error

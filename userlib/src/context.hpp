@@ -55,8 +55,9 @@ public:
     int free(void* ptr);
     // A driver buffer of `size` bytes (mapped, zeroed, chunk list read; not
     // yet one of the tcaMalloc buffers). Touches no shared state: callable
-    // without the library mutex.
-    int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out) const;
+    // without the library mutex. alloc_flags: PEACH2_ALLOC_*.
+    int new_buffer(std::size_t size, std::unique_ptr<DriverBuffer>* out,
+                   std::uint32_t alloc_flags = 0) const;
     int handle_for(const void* ptr, std::size_t size, tcaHandle* out) const noexcept;
 
     // DMA: where memory is, in the planner's terms.

@@ -79,6 +79,21 @@ int info_field(std::uint32_t peach2_info::*field) {
 
 using namespace tca;
 
+namespace tca {
+
+int malloc_buffer(void** ptr, std::size_t size, std::uint32_t alloc_flags) {
+    if (!ptr)
+        return -EINVAL;
+    *ptr = nullptr;
+    std::unique_ptr<DriverBuffer> buf;
+    return guarded([&] {
+        return with_context_after([&](Context& c) { return c.new_buffer(size, &buf, alloc_flags); },
+                                  [&](Context& c) { return c.adopt(std::move(buf), ptr); });
+    });
+}
+
+}  // namespace tca
+
 extern "C" {
 
 int tcaInit(void) {
@@ -113,16 +128,7 @@ int tcaGetDeviceInfo(tcaDeviceInfo* out) {
     });
 }
 
-int tcaMalloc(void** ptr, size_t size) {
-    if (!ptr)
-        return -EINVAL;
-    *ptr = nullptr;
-    std::unique_ptr<DriverBuffer> buf;
-    return guarded([&] {
-        return with_context_after([&](Context& c) { return c.new_buffer(size, &buf); },
-                                  [&](Context& c) { return c.adopt(std::move(buf), ptr); });
-    });
-}
+int tcaMalloc(void** ptr, size_t size) { return tca::malloc_buffer(ptr, size, 0); }
 
 int tcaFree(void* ptr) {
     if (!ptr)

@@ -72,4 +72,10 @@ Context* context_if_open();
 // Closes the device and forgets the context.
 void close_context();
 
+// tcaMalloc with PEACH2_ALLOC_* flags: PEACH2_ALLOC_NOWAIT makes an
+// allocation over the user's quota fail at once (-EDQUOT) instead of
+// waiting for the user's quarantined memory (for callers that hold a lock
+// others need, e.g. the Verbs library's engine).
+int malloc_buffer(void** ptr, std::size_t size, std::uint32_t alloc_flags);
+
 }  // namespace tca

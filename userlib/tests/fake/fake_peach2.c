@@ -156,6 +156,11 @@ void fake_env_delay(const char *var)
 
 static int do_alloc(struct peach2_alloc *a)
 {
+	/* The delay stands for the driver's wait for quarantined memory, which
+	 * PEACH2_ALLOC_NOWAIT refuses instead. */
+	const char *delay = getenv("TCA_FAKE_ALLOC_DELAY_MS");
+	if ((a->flags & PEACH2_ALLOC_NOWAIT) && delay && strtoul(delay, NULL, 0))
+		return -EDQUOT;
 	fake_env_delay("TCA_FAKE_ALLOC_DELAY_MS");
 	struct fake_alloc *f;
 	int rc = fake_reserve(a->size, &f);

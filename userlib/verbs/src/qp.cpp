@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "../../src/library.hpp"
 #include "context.hpp"
 #include "engine.hpp"
 #include "identity.hpp"
@@ -16,10 +17,10 @@
 
 namespace pv {
 
-int TcaBuffer::alloc(std::size_t n) {
+int TcaBuffer::alloc(std::size_t n, bool wait) {
     reset();
     void* q = nullptr;
-    if (int rc = tcaMalloc(&q, n))
+    if (int rc = tca::malloc_buffer(&q, n, wait ? 0u : PEACH2_ALLOC_NOWAIT))
         return rc;
     p = q;
     size = n;

@@ -45,7 +45,9 @@ struct TcaBuffer {
         return *this;
     }
     ~TcaBuffer() { reset(); }
-    int alloc(std::size_t n);
+    // wait = false: over the user's quota, -EDQUOT at once rather than a
+    // wait of seconds in the driver (see get_bounce).
+    int alloc(std::size_t n, bool wait = true);
     void reset() noexcept;
     unsigned char* bytes() const noexcept { return static_cast<unsigned char*>(p); }
 };
@@ -202,7 +204,8 @@ private:
     void complete_sq();
     void check_timers(std::uint64_t now);
     void fail(SendOp& op, ibv_wc_status st);
-    bool get_bounce(std::uint64_t bytes, Bounce* out);
+    // 0, -EDQUOT (only if !may_wait: try again later), or another code.
+    int get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait);
     // answered: no request of the operation can still write into it.
     void put_bounce(Bounce& b, bool answered = false) noexcept;
     int remote_mr(std::uint32_t rkey, RemoteRange** out);

@@ -640,7 +640,9 @@ Qp::Start Qp::start_write(SendOp& op) {
     if (!direct) {
         // A bounce buffer placed with the destination's low 4 address bits.
         xfers.clear();
-        if (!get_bounce(body + 16, &op.bounce)) {
+        if (int rc = get_bounce(body + 16, &op.bounce, false)) {
+            if (rc == -EDQUOT)
+                return Start::Blocked;  // the user's quarantined memory: later
             op.status = IBV_WC_LOC_QP_OP_ERR;
             return Start::Failed;
         }
@@ -757,7 +759,9 @@ Qp::Start Qp::start_read(SendOp& op) {
             op.status = remote_status(rc, 0);
             return Start::Failed;
         }
-        if (!get_bounce(len + 16, &op.bounce)) {
+        if (int rc = get_bounce(len + 16, &op.bounce, false)) {
+            if (rc == -EDQUOT)
+                return Start::Blocked;  // the user's quarantined memory: later
             op.status = IBV_WC_LOC_QP_OP_ERR;
             return Start::Failed;
         }
@@ -821,25 +825,32 @@ Qp::Start Qp::start_atomic(SendOp& op) {
 
 // ---- bounce buffers -------------------------------------------------------------------------
 
-bool Qp::get_bounce(std::uint64_t bytes, Bounce* out) {
+// Called under the engine lock. Over the user's quota the driver would make
+// a new buffer wait for the user's quarantined memory (up to ~6 s), and every
+// QP of the process, their acknowledgements included, would wait with it:
+// the peers give up ("stopped answering"). So unless the caller cannot go
+// back (may_wait), such an allocation fails at once and the WR is started
+// again later.
+int Qp::get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait) {
     if (bytes <= kBounceSlot && bounce_free_) {
-        if (!bounce_area_.p && bounce_area_.alloc(kBounceSlots * kBounceSlot))
-            return false;
+        if (!bounce_area_.p)
+            if (int rc = bounce_area_.alloc(kBounceSlots * kBounceSlot, may_wait))
+                return rc;
         const int slot = __builtin_ctz(bounce_free_);
         bounce_free_ &= ~(1u << slot);
         out->slot = slot;
         out->p = bounce_area_.bytes() + slot * kBounceSlot;  // 64-byte aligned
-        return true;
+        return 0;
     }
     std::unique_ptr<TcaBuffer> b = eng_.take_bounce(bytes);
     if (!b) {
         b = std::make_unique<TcaBuffer>();
-        if (b->alloc(bytes))
-            return false;
+        if (int rc = b->alloc(bytes, may_wait))
+            return rc;
     }
     out->p = b->bytes();
     out->own = std::move(b);
-    return true;
+    return 0;
 }
 
 void Qp::put_bounce(Bounce& b, bool answered) noexcept {

@@ -117,7 +117,9 @@ Qp::Start Qp::start_ud(SendOp& op) {
     if (!reserved)
         return Start::Done;
 
-    if (!get_bounce(wire::kUdSlot, &op.bounce)) {
+    // The peer's slot is reserved: no going back now (a datagram's bounce is
+    // one of the QP's small slots, allocated once).
+    if (get_bounce(wire::kUdSlot, &op.bounce, true)) {
         op.status = IBV_WC_LOC_QP_OP_ERR;
         return Start::Failed;
     }

@@ -117,7 +117,7 @@ grep -Eq "^ *8388608 +20 " "$dir/sendlatall.cli.log" || fail "sendlatall: no 8 M
 
 if [ -n "$check" ]; then
 	# The library's own checks of error semantics, between two processes.
-	for t in access rnr badwr flush read stream slowreg slowconn remr udgone renew; do
+	for t in access rnr badwr flush read stream slowreg slowconn slowbounce remr udgone renew; do
 		pair check_$t "$check" $t
 		expect check_$t "PASS"
 	done
@@ -126,6 +126,9 @@ if [ -n "$check" ]; then
 		fail "check_slowreg: the server's ibv_reg_mr was not held (TCA_FAKE_PIN_DELAY_MS)"
 	grep -Eq "slowconn: PASS \(server\): connecting a QP took ([5-9]|[1-9][0-9])\." "$dir/check_slowconn.srv.log" ||
 		fail "check_slowconn: the server's ibv_modify_qp was not held (TCA_FAKE_ALLOC_DELAY_MS)"
+	# slowbounce: the Write's bounce buffer was refused, not waited for under the lock.
+	grep -Eq "slowbounce: PASS \(server\): ibv_post_send of the Write returned in 0\." "$dir/check_slowbounce.srv.log" ||
+		fail "check_slowbounce: the server's ibv_post_send waited for its bounce buffer"
 	# renew proves something only if the server's renewal did fail.
 	grep -q "renewing the lease on peer QP .* failed .*; trying again" "$dir/check_renew.srv.log" ||
 		fail "check_renew: the server's lease renewal never failed (fake_rp_control unreach)"

@@ -45,6 +45,11 @@
 //   slowconn the same while the server's main thread connects a second QP
 //            (ibv_modify_qp to RTR allocates the staging copy of the peer's
 //            rings; the fake waits $TCA_FAKE_ALLOC_DELAY_MS in that ALLOC)
+//   slowbounce the same while the server's 64 KiB RDMA Write from memory the
+//            card cannot DMA in place (other low 4 address bits than the
+//            target) needs a bounce buffer, which the library allocates under
+//            its lock: the fake refuses it (EDQUOT, PEACH2_ALLOC_NOWAIT) for
+//            5 s, then the Write lands whole
 //   remr     registrations of the same memory: the server registers a range
 //            twice and deregisters the first MR, twice and deregisters the
 //            second, and once, then unmaps it, maps new pages at the same
@@ -1174,6 +1179,68 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
         [](Link& link, Dev& d, Qp& second) { second.connect_over(link, d); });
 }
 
+// A bounce buffer over the user's quota: the Write waits, the QPs do not.
+void slowbounce_test(const char* server, int port, std::uint64_t count) {
+    constexpr std::size_t kLen = 65536;
+    Link link(server, port);
+    Dev d;
+    Qp q(d, 64, 256);
+    Qp w(d, 4, 4);
+    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
+    Messages m(d, q, n);
+    q.connect_over(link, d);
+    w.connect_over(link, d);
+    std::vector<unsigned char> buf(kLen + 16, 0);
+    ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct Keys {
+        std::uint64_t addr;
+        std::uint32_t rkey;
+    } keys{reinterpret_cast<std::uintptr_t>(buf.data()), mr->rkey}, pk;
+    link.send(&keys, sizeof keys);
+    link.must_recv(&pk, sizeof pk);
+    link.sync(1);
+    if (g_server) {
+        for (std::size_t i = 0; i < kLen; ++i)
+            buf[1 + i] = read_pattern(i);
+        ::setenv("TCA_FAKE_ALLOC_DELAY_MS", "6000", 1);
+        const double t0 = now_s();
+        ibv_sge one{reinterpret_cast<std::uintptr_t>(&buf[1]), kLen, mr->lkey};
+        ibv_send_wr wr = rdma_wr(&one, IBV_WR_RDMA_WRITE, pk.addr, pk.rkey, 1000);
+        wr.send_flags = 0;  // unsignalled: the CQ holds the receives only
+        post(w.qp, wr);
+        const double posted = now_s() - t0;
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
+        Messages::expect_received(d, n);
+        link.sync(2);
+        pass("ibv_post_send of the Write returned in %.3f s; %d messages received meanwhile",
+             posted, n);
+        return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server has posted
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        m.send(q, i);
+        if (i % 32 == 31 || i == n - 1)
+            for (const ibv_wc& wc : wait_wc(d.cq, i % 32 + 1, 30))
+                if (wc.status != IBV_WC_SUCCESS)
+                    fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+    }
+    const double sent = now_s() - t0;
+    link.sync(2);
+    // The Write goes once the refusals stop (within a second or so of progress).
+    for (std::size_t i = 0; i < kLen; ++i) {
+        const double deadline = now_s() + 15;
+        while (__atomic_load_n(&buf[i], __ATOMIC_ACQUIRE) != read_pattern(i))
+            if (now_s() > deadline)
+                fail("byte %zu of the Write is %#x, want %#x", i, buf[i], read_pattern(i));
+    }
+    pass(
+        "%d Sends acknowledged in %.1f s while the server's Write waited for its bounce "
+        "buffer; the Write's %zu bytes arrived",
+        n, sent, kLen);
+}
+
 // ---- renew, leaseout ------------------------------------------------------------------------
 
 // The server's library cannot renew its lease on the client's QP (the fake
@@ -1483,10 +1550,11 @@ void hold_test(std::uint64_t mib) {
 }
 
 void usage() {
-    std::fprintf(stderr,
-                 "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-                 "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|remr|udgone|hold "
-                 "[SERVER]\n");
+    std::fprintf(
+        stderr,
+        "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
+        "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|slowbounce|remr|udgone|hold "
+        "[SERVER]\n");
     std::exit(2);
 }
 
@@ -1529,6 +1597,8 @@ int main(int argc, char** argv) {
         peer_test(server, port, count, Leave::with_exit);
     else if (t == "slowreg")
         slowreg_test(server, port, count);
+    else if (t == "slowbounce")
+        slowbounce_test(server, port, count);
     else if (t == "slowconn")
         slowconn_test(server, port, count);
     else if (t == "remr")
