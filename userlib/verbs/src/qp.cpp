@@ -103,6 +103,14 @@ int Qp::setup() {
         log_error("QP: cannot allocate its %zu-byte receive area: %s", bytes, tcaErrorString(rc));
         return to_errno(rc);
     }
+    // A datagram goes out of a bounce slot once its peer's slot is reserved,
+    // under the engine lock, where an allocation must not wait (get_bounce):
+    // a UD QP's slots are allocated now, without the lock.
+    if (ud)
+        if (int rc = bounce_area_.alloc(kBounceSlots * kBounceSlot)) {
+            log_error("QP: cannot allocate its datagram bounce slots: %s", tcaErrorString(rc));
+            return to_errno(rc);
+        }
     QpInfo info{};
     info.magic = kQpMagic;
     info.version = 1;

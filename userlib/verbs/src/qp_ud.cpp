@@ -117,8 +117,9 @@ Qp::Start Qp::start_ud(SendOp& op) {
     if (!reserved)
         return Start::Done;
 
-    // The peer's slot is reserved: no going back now (a datagram's bounce is
-    // one of the QP's small slots, allocated once).
+    // The peer's slot is reserved: no going back now. A datagram's bounce is
+    // one of the QP's slots (allocated by setup()) unless all 16 are in
+    // flight; only then may this allocation wait.
     if (get_bounce(wire::kUdSlot, &op.bounce, true)) {
         op.status = IBV_WC_LOC_QP_OP_ERR;
         return Start::Failed;
