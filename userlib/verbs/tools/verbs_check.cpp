@@ -1098,6 +1098,21 @@ struct Messages {
         wr.send_flags = IBV_SEND_SIGNALED;
         post(q.qp, wr);
     }
+    // The client: Sends 0 .. n-1, every one completed with success (checked
+    // 32 at a time, within 30 s each).
+    void send_acknowledged(Dev& d, Qp& q, int n) {
+        const auto all_succeed = [&](int k) {
+            for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
+                if (wc.status != IBV_WC_SUCCESS)
+                    fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+        };
+        for (int i = 0; i < n; ++i) {
+            send(q, i);
+            if (i % 32 == 31)
+                all_succeed(32);
+        }
+        all_succeed(n % 32);
+    }
     // The server: all n received, within 30 s.
     static void expect_received(Dev& d, int n) {
         for (const ibv_wc& wc : wait_wc(d.cq, n, 30))
@@ -1134,18 +1149,8 @@ void slow_verb_test(const char* server, int port, std::uint64_t count,
     }
     client_first(link, d, second);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is in the verb
-    const auto all_succeed = [&](int k) {
-        for (const ibv_wc& wc : wait_wc(d.cq, k, 30))
-            if (wc.status != IBV_WC_SUCCESS)
-                fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
-    };
     const double t0 = now_s();
-    for (int i = 0; i < n; ++i) {
-        m.send(q, i);
-        if (i % 32 == 31)
-            all_succeed(32);
-    }
-    all_succeed(n % 32);
+    m.send_acknowledged(d, q, n);
     const double took = now_s() - t0;
     link.sync(2);
     pass("%d Sends acknowledged in %.1f s while the server was in a slow verb", n, took);
@@ -1219,13 +1224,7 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server has posted
     const double t0 = now_s();
-    for (int i = 0; i < n; ++i) {
-        m.send(q, i);
-        if (i % 32 == 31 || i == n - 1)
-            for (const ibv_wc& wc : wait_wc(d.cq, i % 32 + 1, 30))
-                if (wc.status != IBV_WC_SUCCESS)
-                    fail("Send %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
-    }
+    m.send_acknowledged(d, q, n);
     const double sent = now_s() - t0;
     link.sync(2);
     // The Write goes once the refusals stop (within a second or so of progress).
