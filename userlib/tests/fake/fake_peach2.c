@@ -154,13 +154,23 @@ void fake_env_delay(const char *var)
 		usleep((useconds_t)strtoul(ms, NULL, 0) * 1000);
 }
 
+static long nowait_refusals;
+
+/* Test control: how many PEACH2_ALLOC_NOWAIT allocations were refused. */
+long fake_nowait_refusals(void)
+{
+	return __atomic_load_n(&nowait_refusals, __ATOMIC_RELAXED);
+}
+
 static int do_alloc(struct peach2_alloc *a)
 {
 	/* The delay stands for the driver's wait for quarantined memory, which
 	 * PEACH2_ALLOC_NOWAIT refuses instead. */
 	const char *delay = getenv("TCA_FAKE_ALLOC_DELAY_MS");
-	if ((a->flags & PEACH2_ALLOC_NOWAIT) && delay && strtoul(delay, NULL, 0))
+	if ((a->flags & PEACH2_ALLOC_NOWAIT) && delay && strtoul(delay, NULL, 0)) {
+		__atomic_add_fetch(&nowait_refusals, 1, __ATOMIC_RELAXED);
 		return -EDQUOT;
+	}
 	fake_env_delay("TCA_FAKE_ALLOC_DELAY_MS");
 	struct fake_alloc *f;
 	int rc = fake_reserve(a->size, &f);

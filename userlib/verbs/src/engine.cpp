@@ -144,6 +144,21 @@ std::unique_ptr<TcaBuffer> Engine::take_bounce(std::uint64_t bytes) noexcept {
     return b;
 }
 
+int Engine::alloc_nowait(TcaBuffer& b, std::uint64_t bytes) {
+    const std::uint64_t t = now_ns();
+    if (t < quota_retry_ns_)
+        return -EDQUOT;
+    const int rc = b.alloc(bytes, false);
+    if (rc == -EDQUOT) {
+        quota_backoff_ns_ =
+            std::clamp(quota_backoff_ns_ * 2, kQuotaBackoffMinNs, kQuotaBackoffMaxNs);
+        quota_retry_ns_ = t + quota_backoff_ns_;
+    } else if (rc == 0) {
+        quota_backoff_ns_ = 0;
+    }
+    return rc;
+}
+
 void Engine::keep_bounce(std::unique_ptr<TcaBuffer> b) noexcept {
     if (!b || !b->p || b->size > kKeptBounceBytes)
         return;  // freed here

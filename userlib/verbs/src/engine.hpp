@@ -71,6 +71,13 @@ public:
     // into, keeping up to kKeptBounceBytes.
     std::unique_ptr<TcaBuffer> take_bounce(std::uint64_t bytes) noexcept;
     void keep_bounce(std::unique_ptr<TcaBuffer> b) noexcept;
+    // b.alloc(bytes) without waiting for the user's quarantined memory
+    // (PEACH2_ALLOC_NOWAIT): -EDQUOT while the quota is full. A WR refused
+    // so is started again on every pass of progress; after a refusal the
+    // next ones are answered here, without the driver, for a while that
+    // doubles from kQuotaBackoffMinNs to kQuotaBackoffMaxNs (a full quota
+    // costs a few dozen ioctls a second, not one per poll).
+    int alloc_nowait(TcaBuffer& b, std::uint64_t bytes);
 
     // ---- completions (under lock) ----
     // Adds an entry; an armed CQ raises its channel event.
@@ -127,6 +134,10 @@ private:
     static constexpr std::uint64_t kKeptBounceBytes = 4 << 20;
     std::vector<std::unique_ptr<TcaBuffer>> kept_bounces_;  // oldest first
     std::uint64_t kept_bounce_bytes_ = 0;
+    static constexpr std::uint64_t kQuotaBackoffMinNs = 1'000'000;
+    static constexpr std::uint64_t kQuotaBackoffMaxNs = 64'000'000;
+    std::uint64_t quota_backoff_ns_ = 0;  // 0: the last allocation succeeded
+    std::uint64_t quota_retry_ns_ = 0;    // no NOWAIT allocation before this
 
     int async_fd_ = -1;
     std::mutex async_lock_;

@@ -832,9 +832,12 @@ Qp::Start Qp::start_atomic(SendOp& op) {
 // back (may_wait), such an allocation fails at once and the WR is started
 // again later.
 int Qp::get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait) {
+    auto alloc = [&](TcaBuffer& b, std::uint64_t n) {
+        return may_wait ? b.alloc(n, true) : eng_.alloc_nowait(b, n);
+    };
     if (bytes <= kBounceSlot && bounce_free_) {
         if (!bounce_area_.p)
-            if (int rc = bounce_area_.alloc(kBounceSlots * kBounceSlot, may_wait))
+            if (int rc = alloc(bounce_area_, kBounceSlots * kBounceSlot))
                 return rc;
         const int slot = __builtin_ctz(bounce_free_);
         bounce_free_ &= ~(1u << slot);
@@ -845,7 +848,7 @@ int Qp::get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait) {
     std::unique_ptr<TcaBuffer> b = eng_.take_bounce(bytes);
     if (!b) {
         b = std::make_unique<TcaBuffer>();
-        if (int rc = b->alloc(bytes, may_wait))
+        if (int rc = alloc(*b, bytes))
             return rc;
     }
     out->p = b->bytes();

@@ -49,7 +49,8 @@
 //            card cannot DMA in place (other low 4 address bits than the
 //            target) needs a bounce buffer, which the library allocates under
 //            its lock: the fake refuses it (EDQUOT, PEACH2_ALLOC_NOWAIT) for
-//            5 s, then the Write lands whole
+//            5 s, then the Write lands whole; meanwhile the library asked the
+//            driver at most 200 times (a backoff, not an ioctl per poll)
 //   remr     registrations of the same memory: the server registers a range
 //            twice and deregisters the first MR, twice and deregisters the
 //            second, and once, then unmaps it, maps new pages at the same
@@ -1215,11 +1216,23 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
         post(w.qp, wr);
         const double posted = now_s() - t0;
         std::this_thread::sleep_for(std::chrono::seconds(5));
+        // The fake driver's test control (tests/fake/fake_peach2.c).
+        using Count = long (*)();
+        const auto refusals = reinterpret_cast<Count>(::dlsym(RTLD_DEFAULT, "fake_nowait_refusals"));
+        const long refused = refusals ? refusals() : -1;
         ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
         Messages::expect_received(d, n);
         link.sync(2);
-        pass("ibv_post_send of the Write returned in %.3f s; %d messages received meanwhile",
-             posted, n);
+        link.sync(3);  // the client has the Write (started by progress meanwhile)
+        // Progress starts the Write again on every pass (1 ms apart with the
+        // program asleep); the library asks the driver only as its backoff
+        // allows (<= 64 ms apart): ~80 refusals in the 5 s, not thousands.
+        if (refusals && (refused < 1 || refused > 200))
+            fail("the driver refused %ld NOWAIT allocations in 5 s: want 1..200 (a backoff)",
+                 refused);
+        pass("ibv_post_send of the Write returned in %.3f s; %d messages received meanwhile; "
+             "%ld allocations refused",
+             posted, n, refused);
         return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server has posted
@@ -1234,6 +1247,7 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
             if (now_s() > deadline)
                 fail("byte %zu of the Write is %#x, want %#x", i, buf[i], read_pattern(i));
     }
+    link.sync(3);
     pass(
         "%d Sends acknowledged in %.1f s while the server's Write waited for its bounce "
         "buffer; the Write's %zu bytes arrived",
