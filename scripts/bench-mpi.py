@@ -40,7 +40,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import bench_csv, kernels_clean, tcp_pair  # noqa: E402
+from benchlib import bench_csv, kernels_clean, launch_report, tcp_pair  # noqa: E402
 from cluster import Cluster, ClusterError  # noqa: E402
 
 LAUNCH = {"openmpi": "mpirun -np 2 %s mpi_pingpong.openmpi",
@@ -145,12 +145,15 @@ def main():
             n = 200 if a.quick else 2000
             send8 = perftest(c, "ib_send_lat", "-n %d -s 8" % n, 18700, "lat")
             write4m = perftest(c, "ib_write_bw", "-n %d -s 4194304" % (n // 10), 18701, "bw")
-            for mpi in ("openmpi", "mpich"):
-                for transport in ("tca", "tcp"):
-                    print("%s over %s ..." % (mpi, transport), flush=True)
-                    results[mpi, transport] = pingpong(c, mpi, transport, args[transport])
-            print("goal figures, %d rounds ..." % nrounds, flush=True)
-            rounds = goal_rounds(c, nrounds)
+            try:
+                for mpi in ("openmpi", "mpich"):
+                    for transport in ("tca", "tcp"):
+                        print("%s over %s ..." % (mpi, transport), flush=True)
+                        results[mpi, transport] = pingpong(c, mpi, transport, args[transport])
+                print("goal figures, %d rounds ..." % nrounds, flush=True)
+                rounds = goal_rounds(c, nrounds)
+            except RuntimeError as e:
+                raise RuntimeError("%s\n%s" % (e, launch_report(c, range(2)))) from e
             ok = kernels_clean(c, range(2))
     except (ClusterError, RuntimeError) as e:
         print("bench-mpi: %s" % e, file=sys.stderr)

@@ -1,7 +1,8 @@
 """What the benchmark scripts (demo.py --bench, bench-dma.py, bench-get.py, bench-verbs.py,
 bench-mpi-scale.py) and the Verbs and MPI tests share: where their CSV goes, copying it out
 of a guest, checking the guests' kernels, running a server/client pair that meets over TCP,
-starting an MPI job and counting where its bytes went."""
+starting an MPI job and counting where its bytes went, and what a failed step leaves on
+its nodes."""
 import os
 import re
 import time
@@ -67,6 +68,21 @@ def kernels_clean(c, nodes):
             ok = False
             print("node%d kernel problems:\n  %s" % (i, "\n  ".join(problems[:10])))
     return ok
+
+
+def launch_report(c, nodes):
+    """What a failed job step leaves on its nodes, for the message: the kernel log's tail,
+    the launcher agent's log (peach2-rsh, which MPI launchers start remote processes
+    with) and the TCP counters that say whether a connection was given up (keepalive or
+    retransmission timeouts: TcpExtTCPAbortOnTimeout) on the management network."""
+    parts = []
+    for i in nodes:
+        rc, out = c.run(i, "dmesg | tail -15; echo '[peach2-rsh.log]'; "
+                        "tail -8 /var/log/peach2-rsh.log; echo '[nstat]'; nstat -az "
+                        "TcpExtTCPAbortOnTimeout TcpExtTCPKeepAlive TcpRetransSegs "
+                        "TcpExtTCPTimeouts", timeout=60) if c.node_alive(i) else (1, "")
+        parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
+    return "\n".join(parts)
 
 
 def tcp_pair(c, server, client, cmd, port, timeout=600):
