@@ -175,8 +175,9 @@ def main():
         mean, med, _ = results[mpi, "tca"][8]
         tcp = results[mpi, "tcp"][8][1]
         bw = results[mpi, "tca"][max(sizes)][2]
-        print("%s (the tables' run): 8 B latency / Verbs send: median %.1f / %.1f us = %.2f (goal <= 1.3; "
-              "means %.1f / %.1f = %.2f); / over TCP (medians): %.1f us = %.2f (goal <= 0.25); "
+        print("%s (the tables' run): 8 B latency / Verbs send: median %.1f / %.1f us = %.2f "
+              "(goal <= 1.3; means %.1f / %.1f = %.2f); / over TCP (medians): %.1f us = %.2f "
+              "(goal <= 0.25); "
               "4 MiB stream / RDMA Write: %.0f / %.0f MB/s = %.2f (goal >= 0.80)"
               % (mpi, med, send8, med / send8, mean, send8_avg, mean / send8_avg, tcp,
                  med / tcp, bw, write4m, bw / write4m))
