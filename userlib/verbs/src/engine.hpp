@@ -76,7 +76,7 @@ public:
     // so is started again on every pass of progress; after a refusal the
     // next ones are answered here, without the driver, for a while that
     // doubles from kQuotaBackoffMinNs to kQuotaBackoffMaxNs (a full quota
-    // costs a few dozen ioctls a second, not one per poll).
+    // costs at most ~16 ioctls a second, not one per poll).
     int alloc_nowait(TcaBuffer& b, std::uint64_t bytes);
 
     // ---- completions (under lock) ----
