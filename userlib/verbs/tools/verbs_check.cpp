@@ -1122,22 +1122,33 @@ struct Messages {
     }
 };
 
-// ---- slowreg, slowconn --------------------------------------------------------------------------
+// ---- slowreg, slowconn, slowbounce --------------------------------------------------------------
+
+// What the slow tests share: the client sends up to COUNT (at most 200)
+// messages on the connected RC QP `q` while the server is held up; `second`
+// is a QP both sides may connect.
+struct SlowPair {
+    Link link;
+    Dev d;
+    Qp q{d, 64, 256};
+    Qp second{d, 4, 4};
+    int n;
+    Messages m{d, q, n};
+    SlowPair(const char* server, int port, std::uint64_t count)
+        : link(server, port), n(static_cast<int>(std::min<std::uint64_t>(count, 200))) {
+        q.connect_over(link, d);
+    }
+};
 
 // The server's main thread spends seconds in one verb (`slow`, which says
-// what it did) while the client sends up to COUNT messages on an RC QP:
-// every Send must complete with success, i.e. the server's library
-// acknowledged them meanwhile. `second` is a QP both sides may connect.
+// what it did) while the client sends its messages: every Send must
+// complete with success, i.e. the server's library acknowledged them
+// meanwhile.
 void slow_verb_test(const char* server, int port, std::uint64_t count,
                     const std::function<std::string(Link&, Dev&, Qp& second)>& slow,
                     const std::function<void(Link&, Dev&, Qp& second)>& client_first) {
-    Link link(server, port);
-    Dev d;
-    Qp q(d, 64, 256);
-    Qp second(d, 4, 4);
-    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
-    Messages m(d, q, n);
-    q.connect_over(link, d);
+    SlowPair s(server, port, count);
+    auto& [link, d, q, second, n, m] = s;
     link.sync(1);
     if (g_server) {
         const double t0 = now_s();
@@ -1188,13 +1199,8 @@ void slowconn_test(const char* server, int port, std::uint64_t count) {
 // A bounce buffer over the user's quota: the Write waits, the QPs do not.
 void slowbounce_test(const char* server, int port, std::uint64_t count) {
     constexpr std::size_t kLen = 65536;
-    Link link(server, port);
-    Dev d;
-    Qp q(d, 64, 256);
-    Qp w(d, 4, 4);
-    const int n = static_cast<int>(std::min<std::uint64_t>(count, 200));
-    Messages m(d, q, n);
-    q.connect_over(link, d);
+    SlowPair s(server, port, count);
+    auto& [link, d, q, w, n, m] = s;
     w.connect_over(link, d);
     std::vector<unsigned char> buf(kLen + 16, 0);
     ibv_mr* mr = d.reg(buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
@@ -1218,7 +1224,8 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
         std::this_thread::sleep_for(std::chrono::seconds(5));
         // The fake driver's test control (tests/fake/fake_peach2.c).
         using Count = long (*)();
-        const auto refusals = reinterpret_cast<Count>(::dlsym(RTLD_DEFAULT, "fake_nowait_refusals"));
+        const auto refusals =
+            reinterpret_cast<Count>(::dlsym(RTLD_DEFAULT, "fake_nowait_refusals"));
         const long refused = refusals ? refusals() : -1;
         ::unsetenv("TCA_FAKE_ALLOC_DELAY_MS");
         Messages::expect_received(d, n);
@@ -1230,9 +1237,10 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
         if (refusals && (refused < 1 || refused > 200))
             fail("the driver refused %ld NOWAIT allocations in 5 s: want 1..200 (a backoff)",
                  refused);
-        pass("ibv_post_send of the Write returned in %.3f s; %d messages received meanwhile; "
-             "%ld allocations refused",
-             posted, n, refused);
+        pass(
+            "ibv_post_send of the Write returned in %.3f s; %d messages received meanwhile; "
+            "%ld allocations refused",
+            posted, n, refused);
         return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server has posted
