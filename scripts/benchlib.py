@@ -70,17 +70,22 @@ def kernels_clean(c, nodes):
     return ok
 
 
+def node_report(c, node):
+    """(rc, text): what a failed step leaves on one node: the kernel log's tail, the
+    launcher agent's log (peach2-rsh, which MPI launchers start remote processes with)
+    and the TCP counters that say whether a connection was given up on the management
+    network (keepalive or retransmission timeouts: TcpExtTCPAbortOnTimeout)."""
+    return c.run(node, "echo '[dmesg]'; dmesg | tail -15; echo '[peach2-rsh.log]'; "
+                 "tail -8 /var/log/peach2-rsh.log; echo '[nstat]'; nstat -az "
+                 "TcpExtTCPAbortOnTimeout TcpExtTCPKeepAlive TcpRetransSegs "
+                 "TcpExtTCPTimeouts", timeout=60)
+
+
 def launch_report(c, nodes):
-    """What a failed job step leaves on its nodes, for the message: the kernel log's tail,
-    the launcher agent's log (peach2-rsh, which MPI launchers start remote processes
-    with) and the TCP counters that say whether a connection was given up (keepalive or
-    retransmission timeouts: TcpExtTCPAbortOnTimeout) on the management network."""
+    """node_report of each node that is still up, for a failed step's message."""
     parts = []
     for i in nodes:
-        rc, out = c.run(i, "dmesg | tail -15; echo '[peach2-rsh.log]'; "
-                        "tail -8 /var/log/peach2-rsh.log; echo '[nstat]'; nstat -az "
-                        "TcpExtTCPAbortOnTimeout TcpExtTCPKeepAlive TcpRetransSegs "
-                        "TcpExtTCPTimeouts", timeout=60) if c.node_alive(i) else (1, "")
+        rc, out = node_report(c, i) if c.node_alive(i) else (1, "")
         parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
     return "\n".join(parts)
 

@@ -14,6 +14,7 @@ REPO = os.path.dirname(TESTS)
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 
 import cluster as cluster_mod  # noqa: E402,F401  (scripts/cluster.py; re-exported)
+from benchlib import node_report  # noqa: E402
 
 HEADERS = os.path.join(REPO, "include", "peach2")
 SYSFS = "/sys/class/peach2/peach2-0"
@@ -83,13 +84,17 @@ def check(c, node, cmd, timeout=60):
 def failure_report(c, nodes=None):
     """What a failed multi-node run leaves to look at, for its assertion message: per
     node the card's counters, errors, read proxy and Verbs statistics, what each user
-    holds (`users`), the kernel log's tail, and the tail of its QEMU's stderr (link and
-    direct-write messages). Reads only; a node that does not answer says so."""
+    holds (`users`), then benchlib.node_report (kernel log, launcher log, TCP give-ups),
+    and the tail of its QEMU's stderr (link and direct-write messages). Reads only; a
+    node that does not answer says so."""
     parts = []
     for i in range(c.n) if nodes is None else nodes:
-        rc, out = c.run(i, "cd %s && for f in counters errors_by_code rproxy verbs users link_e "
-                        "link_w; do echo \"[$f]\"; cat $f; done; echo '[dmesg]'; "
-                        "dmesg | tail -15" % SYSFS, timeout=30) if c.node_alive(i) else (1, "")
+        rc, out = 1, ""
+        if c.node_alive(i):
+            rc, out = c.run(i, "cd %s && for f in counters errors_by_code rproxy verbs users "
+                            "link_e link_w; do echo \"[$f]\"; cat $f; done" % SYSFS, timeout=30)
+            rc_node, out_node = node_report(c, i)
+            rc, out = rc or rc_node, out + out_node
         parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
         parts.append("----- node%d QEMU stderr\n%s" % (i, c.qemu_stderr(i, 1500)))
     return "\n".join(parts)

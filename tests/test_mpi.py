@@ -70,12 +70,13 @@ def test_ucx_is_pinned_to_the_cards(cluster2):
 
 def test_failure_report_has_every_node(cluster2):
     """What a failed job's assertion carries (run_counted): each node's card and read-proxy
-    counters, Verbs statistics, what each user holds, kernel log and QEMU stderr."""
+    counters, Verbs statistics, what each user holds, kernel log, launcher log, TCP
+    give-up counters and QEMU stderr."""
     rep = failure_report(cluster2)
     for i in range(cluster2.n):
         part = rep.split("===== node%d (rc 0)" % i, 1)[1].split("=====", 1)[0]
         for what in ("[counters]", "[rproxy]", "served_read", "[verbs]", "[users]", "limits",
-                     "[dmesg]",
+                     "[dmesg]", "[peach2-rsh.log]", "TcpExtTCPAbortOnTimeout",
                      "----- node%d QEMU stderr" % i):
             assert what in part, (i, what, rep)
 
