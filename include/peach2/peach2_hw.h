@@ -232,11 +232,23 @@ struct peach2_desc {
  * stores to a doorbell are refused (BAD_TARGET): only cards send requests,
  * so only drivers do.
  *
- * Receiving (target card): an RPREQ is checked (payload 64 bytes, cpl in
- * host memory and 32-byte aligned; else RP_BAD_PACKET, dropped), stamped
- * with the packet's src_node and written to ring entry TAIL % RING_SIZE;
- * TAIL advances and INT_STATUS.RP is set (vector 6). With the ring disabled
- * or full (TAIL - HEAD == RING_SIZE), or when host memory refuses the entry,
+ * A READ may scatter its reply over up to PEACH2_RP_MAX_PIECES pieces of
+ * the requester's memory (a malloc'ed buffer is physically fragmented):
+ * operand[0] = n pieces (0: the one piece at `reply`; with n, `reply` is 0),
+ * and RP_TX_LIST_LO/HI the bus address of n struct peach2_rp_piece in the
+ * requester's host memory, which the card reads at RP_TX_SEND and sends
+ * after the request (payload 64 + 16 n bytes; a list the card cannot read:
+ * RP_TX_RESULT DMA_READ, nothing sent). The pieces' lengths add up to
+ * `len`; piece i receives the bytes that follow the earlier pieces'.
+ *
+ * Receiving (target card): an RPREQ is checked (payload 64 bytes, or 64 +
+ * 16 n for a READ of n pieces; cpl in host memory and 32-byte aligned; else
+ * RP_BAD_PACKET, dropped), stamped with the packet's src_node and written
+ * to ring entry TAIL % RING_SIZE, a list after it in the next
+ * PEACH2_RP_LIST_ENTRIES(n) entries (4 pieces per entry, wrapping like the
+ * ring); TAIL advances over all of them and INT_STATUS.RP is set (vector
+ * 6). With the ring disabled or without room for all of them (TAIL - HEAD +
+ * entries > RING_SIZE), or when host memory refuses an entry,
  * the card answers by itself with a completion record of status RP_OFF /
  * RP_FULL / DMA_WRITE. A link partner's own packets (hops 0) must carry its
  * node id as src_node, else the stream is dropped (BAD_PACKET).
@@ -264,6 +276,9 @@ struct peach2_desc {
 #define PEACH2_REG_RP_RX_REFUSED 0x728 /* answered by the card (RP_FULL, RP_OFF,
 					* DMA_WRITE) */
 #define PEACH2_REG_RP_RX_DROPPED 0x72c /* RP_BAD_PACKET: not answerable */
+#define PEACH2_REG_RP_TX_LIST_LO 0x730 /* RW: bus address of the reply list
+					* (struct peach2_rp_piece[n]) */
+#define PEACH2_REG_RP_TX_LIST_HI 0x734
 #define PEACH2_REG_RP_TX_REQ     0x740 /* RW: 64 bytes, struct peach2_rp_req */
 /* Fault injection, for testing the driver's recovery paths: while non-zero,
  * each run started on the proxy channel decrements it and then makes no
@@ -279,6 +294,11 @@ enum peach2_rp_op {
 	PEACH2_RP_OP_FAA = 3,      /* 8 B at addr: += operand[0] */
 };
 #define PEACH2_RP_MAX_LEN      (4u << 20) /* bytes per READ request */
+#define PEACH2_RP_MAX_PIECES   64u /* reply pieces per READ request */
+/* Ring entries after a request that carry its list of n pieces. */
+#define PEACH2_RP_PIECES_PER_ENTRY 4u
+#define PEACH2_RP_LIST_ENTRIES(n) \
+	(((n) + PEACH2_RP_PIECES_PER_ENTRY - 1) / PEACH2_RP_PIECES_PER_ENTRY)
 
 /* A request, as sent in the RPREQ payload and as queued in the ring. */
 struct peach2_rp_req {
@@ -295,7 +315,18 @@ struct peach2_rp_req {
 				* (reply ^ addr) & 15 == 0 (DMA restriction) */
 	peach2_u64 cpl;        /* requester host bus address of the completion
 				* record, 32-byte aligned */
-	peach2_u64 operand[2]; /* CAS: compare, swap; FAA: addend, 0 */
+	peach2_u64 operand[2]; /* CAS: compare, swap; FAA: addend, 0;
+				* READ: reply pieces listed after the
+				* request (0: none, one piece at reply), 0 */
+};
+
+/* One piece of a READ's reply: requester host bus address and bytes. Each
+ * piece is a DMA of its own: (addr ^ the target address of its first
+ * byte) & 15 == 0, len a multiple of 4 and not 0. */
+struct peach2_rp_piece {
+	peach2_u64 addr;
+	peach2_u32 len;
+	peach2_u32 reserved;   /* 0 */
 };
 
 struct peach2_rp_cpl {
@@ -566,6 +597,8 @@ static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE, "descriptor is 32 
 static_assert(sizeof(struct peach2_fw_header) == 64, "firmware header is 64 bytes");
 static_assert(sizeof(struct peach2_fw_entry) == 32, "firmware entry is 32 bytes");
 static_assert(sizeof(struct peach2_rp_req) == PEACH2_RP_ENTRY_SIZE, "request is 64 bytes");
+static_assert(sizeof(struct peach2_rp_piece) * PEACH2_RP_PIECES_PER_ENTRY == PEACH2_RP_ENTRY_SIZE,
+	      "four reply pieces per ring entry");
 static_assert(sizeof(struct peach2_rp_cpl) == 32, "completion record is 32 bytes");
 #endif
 

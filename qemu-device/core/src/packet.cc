@@ -77,7 +77,10 @@ std::optional<std::string> header_problem(const peach2_pkt_hdr& h) {
             return "WRITE outside the window";
         return std::nullopt;
     case PEACH2_PKT_RPREQ:
-        if (h.len != sizeof(peach2_rp_req))
+        // The request, then a READ's reply list (rproxy.cc checks its count).
+        if (h.len < sizeof(peach2_rp_req) ||
+            h.len > sizeof(peach2_rp_req) + PEACH2_RP_MAX_PIECES * sizeof(peach2_rp_piece) ||
+            (h.len - sizeof(peach2_rp_req)) % sizeof(peach2_rp_piece))
             return "RPREQ with length " + std::to_string(h.len);
         if (h.addr >= PEACH2_WINDOW_SIZE)
             return "RPREQ outside the window";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "card.h"
 #include "util.h"
@@ -18,6 +19,13 @@ constexpr uint64_t kCplBody = offsetof(peach2_rp_cpl, tag);  // bytes before the
 
 bool ring_size_ok(uint32_t n) { return n >= 1 && n <= PEACH2_RP_RING_MAX && (n & (n - 1)) == 0; }
 
+// The reply pieces a request says follow it: a READ's operand[0], clamped
+// past the maximum (such a request fits no packet).
+uint64_t listed_pieces(const peach2_rp_req& r) {
+    return r.op == PEACH2_RP_OP_READ ? std::min<uint64_t>(r.operand[0], PEACH2_RP_MAX_PIECES + 1)
+                                     : 0;
+}
+
 }  // namespace
 
 void ReadProxy::reset() {
@@ -27,6 +35,7 @@ void ReadProxy::reset() {
     head_ = 0;
     tail_ = 0;
     tx_result_ = 0;
+    tx_list_ = 0;
     tx_sent_ = rx_queued_ = rx_refused_ = rx_dropped_ = 0;
     tx_req_.fill(0);
 }
@@ -44,6 +53,8 @@ bool ReadProxy::reg_read(uint64_t off, uint32_t& v) const {
     case PEACH2_REG_RP_HEAD: v = head_; return true;
     case PEACH2_REG_RP_TAIL: v = tail_; return true;
     case PEACH2_REG_RP_TX_RESULT: v = tx_result_; return true;
+    case PEACH2_REG_RP_TX_LIST_LO: v = lo32(tx_list_); return true;
+    case PEACH2_REG_RP_TX_LIST_HI: v = hi32(tx_list_); return true;
     case PEACH2_REG_RP_TX_SENT: v = tx_sent_; return true;
     case PEACH2_REG_RP_RX_QUEUED: v = rx_queued_; return true;
     case PEACH2_REG_RP_RX_REFUSED: v = rx_refused_; return true;
@@ -117,6 +128,8 @@ bool ReadProxy::reg_write(uint64_t off, uint32_t val) {
         return true;
     switch (off) {
     case PEACH2_REG_RP_TX_SEND: send(val); return true;
+    case PEACH2_REG_RP_TX_LIST_LO: set_lo32(tx_list_, val); return true;
+    case PEACH2_REG_RP_TX_LIST_HI: set_hi32(tx_list_, val); return true;
     case PEACH2_REG_RP_TAIL:
     case PEACH2_REG_RP_TX_RESULT:
     case PEACH2_REG_RP_TX_SENT:
@@ -141,14 +154,36 @@ void ReadProxy::send(uint32_t node) {
         tx_result_ = PEACH2_ERR_NO_SUCH_NODE;
         return;
     }
+    peach2_rp_req req{};
+    std::memcpy(&req, tx_req_.data(), sizeof(req));
+    // A READ's reply list goes after the request, read from host memory now.
+    const uint64_t pieces = listed_pieces(req);
+    std::vector<uint8_t> payload(tx_req_.begin(), tx_req_.end());
+    if (pieces > PEACH2_RP_MAX_PIECES) {
+        card_.raise_error(PEACH2_ERR_BAD_COMMAND, PEACH2_REG_RP_TX_SEND,
+                          "read-proxy request with " + std::to_string(req.operand[0]) +
+                              " reply pieces (at most " + std::to_string(PEACH2_RP_MAX_PIECES) +
+                              ")",
+                          {.node = node, .value = req.operand[0]});
+        tx_result_ = PEACH2_ERR_BAD_COMMAND;
+        return;
+    }
+    payload.resize(payload.size() + pieces * sizeof(peach2_rp_piece));
+    if (pieces && !card_.host_read(tx_list_, payload.data() + sizeof(req),
+                                   pieces * sizeof(peach2_rp_piece))) {
+        card_.raise_error(PEACH2_ERR_DMA_READ, tx_list_,
+                          "read-proxy reply list of " + std::to_string(pieces) +
+                              " pieces not readable at " + hex(tx_list_),
+                          {.node = node, .value = pieces});
+        tx_result_ = PEACH2_ERR_DMA_READ;
+        return;
+    }
     card_.trace().record([&] {
-        peach2_rp_req req{};
-        std::memcpy(&req, tx_req_.data(), sizeof(req));
         return trace::rp_request(req.op, static_cast<uint16_t>(card_.cfg().node_id),
                                  static_cast<uint16_t>(node), req.addr, req.len, req.seq,
                                  card_.next_number(node));
     });
-    tx_result_ = card_.send_packet(PEACH2_PKT_RPREQ, addr, tx_req_, {trace::Origin::RpRequest});
+    tx_result_ = card_.send_packet(PEACH2_PKT_RPREQ, addr, payload, {trace::Origin::RpRequest});
     if (tx_result_ == PEACH2_ERR_NONE)
         sat_inc(tx_sent_);
 }
@@ -160,7 +195,8 @@ void ReadProxy::receive(uint64_t addr, const PacketId& from, std::span<const uin
     const auto received = [&](peach2_err e) {
         card_.trace_recv(trace::RecvKind::RpRing, addr, payload.size(), from, e, req.op, req.seq);
     };
-    if (PEACH2_ADDR_OFFSET(addr) != kDoorbell || payload.size() != sizeof(req)) {
+    if (PEACH2_ADDR_OFFSET(addr) != kDoorbell || payload.size() < sizeof(req) ||
+        (payload.size() - sizeof(req)) % sizeof(peach2_rp_piece)) {
         received(PEACH2_ERR_RP_BAD_PACKET);
         sat_inc(rx_dropped_);
         card_.raise_error(PEACH2_ERR_RP_BAD_PACKET, addr,
@@ -170,6 +206,7 @@ void ReadProxy::receive(uint64_t addr, const PacketId& from, std::span<const uin
         return;
     }
     std::memcpy(&req, payload.data(), sizeof(req));
+    const std::span<const uint8_t> list = payload.subspan(sizeof(req));
     // Where the answer goes is all the card needs to trust; the driver checks
     // the rest.
     if (req.cpl % 32 || req.cpl >= PEACH2_HOST_SIZE || PEACH2_HOST_SIZE - req.cpl < 32 ||
@@ -188,24 +225,38 @@ void ReadProxy::receive(uint64_t addr, const PacketId& from, std::span<const uin
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_RP_OFF);
         return;
     }
-    if (tail_ - head_ >= size_) {
+    // The list must be the one the request announces, so that the driver
+    // can tell how many entries follow it.
+    const uint64_t pieces = list.size() / sizeof(peach2_rp_piece);
+    if (pieces != listed_pieces(req)) {
+        received(PEACH2_ERR_RP_BAD_REQUEST);
+        answer(src_node, req.cpl, req.seq, PEACH2_ERR_RP_BAD_REQUEST);
+        return;
+    }
+    const uint32_t entries = 1 + PEACH2_RP_LIST_ENTRIES(static_cast<uint32_t>(pieces));
+    if (tail_ - head_ + entries > size_) {
         received(PEACH2_ERR_RP_FULL);
         answer(src_node, req.cpl, req.seq, PEACH2_ERR_RP_FULL);
         return;
     }
-    const uint64_t entry = base_ + static_cast<uint64_t>(tail_ % size_) * PEACH2_RP_ENTRY_SIZE;
-    uint8_t raw[sizeof(req)];
-    std::memcpy(raw, &req, sizeof(req));
-    if (!card_.host_write(entry, raw, sizeof(raw))) {
-        card_.raise_error(PEACH2_ERR_DMA_WRITE, entry,
-                          "host memory rejected a read-proxy ring entry",
-                          {.node = src_node, .value = sizeof(raw)});
-        received(PEACH2_ERR_DMA_WRITE);
-        answer(src_node, req.cpl, req.seq, PEACH2_ERR_DMA_WRITE);
-        return;
+    // The request, then its list, padded to whole entries.
+    std::vector<uint8_t> raw(static_cast<size_t>(entries) * PEACH2_RP_ENTRY_SIZE, 0);
+    std::memcpy(raw.data(), &req, sizeof(req));
+    std::copy(list.begin(), list.end(), raw.begin() + sizeof(req));
+    for (uint32_t i = 0; i < entries; ++i) {
+        const uint64_t entry =
+            base_ + static_cast<uint64_t>((tail_ + i) % size_) * PEACH2_RP_ENTRY_SIZE;
+        if (!card_.host_write(entry, raw.data() + i * PEACH2_RP_ENTRY_SIZE, PEACH2_RP_ENTRY_SIZE)) {
+            card_.raise_error(PEACH2_ERR_DMA_WRITE, entry,
+                              "host memory rejected a read-proxy ring entry",
+                              {.node = src_node, .value = PEACH2_RP_ENTRY_SIZE});
+            received(PEACH2_ERR_DMA_WRITE);
+            answer(src_node, req.cpl, req.seq, PEACH2_ERR_DMA_WRITE);
+            return;
+        }
     }
     received(PEACH2_ERR_NONE);
-    ++tail_;
+    tail_ += entries;
     sat_inc(rx_queued_);
     card_.raise_interrupt(PEACH2_INT_RP);
 }

@@ -38,6 +38,7 @@ private:
     uint32_t ctrl_ = 0;
     uint32_t size_ = 0;
     uint64_t base_ = 0;
+    uint64_t tx_list_ = 0;  // RP_TX_LIST: a READ's reply pieces in host memory
     uint32_t head_ = 0;
     uint32_t tail_ = 0;
     uint32_t tx_result_ = 0;

@@ -73,13 +73,22 @@ TEST(Packet, HeaderProblems) {
                        });
 }
 
-TEST(Packet, ReadProxyRequestsAreExactly64Bytes) {
+TEST(Packet, ReadProxyRequestsAre64BytesAndAListOfPieces) {
     auto h = write_hdr(PEACH2_NODE_BASE(1) + PEACH2_CARD_OFF + PEACH2_CARD_DOORBELL_OFF,
                        sizeof(peach2_rp_req));
     h.type = PEACH2_PKT_RPREQ;
+    for (uint32_t n : {1u, 2u, 5u, PEACH2_RP_MAX_PIECES}) {
+        h.len = sizeof(peach2_rp_req) + n * sizeof(peach2_rp_piece);
+        EXPECT_FALSE(header_problem(h)) << n << " pieces";
+    }
+    h.len = sizeof(peach2_rp_req);
     expect_each_breaks(h, {
                               [](auto& b) { b.len = 63; },
-                              [](auto& b) { b.len = 128; },
+                              [](auto& b) { b.len = 72; },
+                              [](auto& b) {
+                                  b.len = sizeof(peach2_rp_req) +
+                                          (PEACH2_RP_MAX_PIECES + 1) * sizeof(peach2_rp_piece);
+                              },
                               [](auto& b) { b.addr = PEACH2_WINDOW_SIZE; },
                           });
 }

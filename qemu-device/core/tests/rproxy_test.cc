@@ -27,9 +27,11 @@ protected:
         peach2_core_reg_write(c, PEACH2_REG_RP_BASE_LO, base, 8);
         peach2_core_reg_write(c, PEACH2_REG_RP_CTRL, PEACH2_RP_ENABLE, 4);
     }
+    // The card interprets only cpl (and a READ's list count): any op will
+    // do; CAS, so that both operands are plain data.
     static peach2_rp_req request(uint64_t seq, uint64_t cpl) {
         peach2_rp_req r{};
-        r.op = PEACH2_RP_OP_READ;
+        r.op = PEACH2_RP_OP_CAS;
         r.version = PEACH2_RP_VERSION;
         r.src_node = 9;  // a lie the target card must overwrite
         r.export_id = 5;
@@ -49,6 +51,24 @@ protected:
         for (unsigned i = 0; i < 8; ++i)
             peach2_core_reg_write(c, PEACH2_REG_RP_TX_REQ + 8 * i, words[i], 8);
         peach2_core_reg_write(c, PEACH2_REG_RP_TX_SEND, node, 4);
+    }
+    // A READ of `pieces` reply pieces, its list at kList in a's memory
+    // (piece i: 0x100 * (i + 1) bytes at 0x40000 + 0x1000 * i).
+    static constexpr uint64_t kList = 0x4000;
+    peach2_rp_req listed_read(uint64_t seq, uint32_t pieces) {
+        peach2_rp_req r = request(seq, 0x3000);
+        r.op = PEACH2_RP_OP_READ;
+        r.reply = 0;
+        r.operand[0] = pieces;
+        r.operand[1] = 0;
+        r.len = 0;
+        for (uint32_t i = 0; i < pieces; ++i) {
+            const peach2_rp_piece p{0x40000 + 0x1000ull * i, 0x100 * (i + 1), 0};
+            std::memcpy(ha.mem.data() + kList + i * sizeof(p), &p, sizeof(p));
+            r.len += p.len;
+        }
+        peach2_core_reg_write(a.get(), PEACH2_REG_RP_TX_LIST_LO, kList, 8);
+        return r;
     }
     static peach2_rp_req entry(const FakeHost& h, unsigned i) {
         peach2_rp_req r{};
@@ -163,6 +183,84 @@ TEST_F(ReadProxy, RingWrapsAroundAndFreedEntriesAreReused) {
     }
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_QUEUED), 6u);
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_REFUSED), 0u);
+}
+
+TEST_F(ReadProxy, ReadCarriesItsReplyListIntoTheEntriesAfterIt) {
+    ring_setup(b.get(), 8);
+    const peach2_rp_req sent = listed_read(40, 5);
+    send(a.get(), sent, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
+    ASSERT_TRUE(pump());
+    // The request, then 5 pieces in two entries (the second padded with 0).
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 3u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_RX_QUEUED), 1u);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 1u);
+    EXPECT_EQ(entry(hb, 0).operand[0], 5u);
+    EXPECT_EQ(entry(hb, 0).len, sent.len);
+    EXPECT_EQ(std::memcmp(hb.mem.data() + kRing + PEACH2_RP_ENTRY_SIZE, ha.mem.data() + kList,
+                          5 * sizeof(peach2_rp_piece)),
+              0);
+    const uint8_t* pad = hb.mem.data() + kRing + PEACH2_RP_ENTRY_SIZE + 5 * sizeof(peach2_rp_piece);
+    EXPECT_TRUE(std::all_of(pad, pad + 3 * sizeof(peach2_rp_piece), [](uint8_t x) { return !x; }));
+}
+
+TEST_F(ReadProxy, ReplyListWrapsAroundTheRingAndNeedsRoomForAllOfIt) {
+    ring_setup(b.get(), 4);
+    send(a.get(), request(1, 0x3000), 1);
+    send(a.get(), request(2, 0x3020), 1);
+    ASSERT_TRUE(pump());
+    // Two entries used: a request of 5 pieces needs 3, and is refused.
+    send(a.get(), listed_read(3, 5), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 2u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).tag, 3u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).status, static_cast<uint32_t>(PEACH2_ERR_RP_FULL));
+    // Consumed: it fits, in entries 2, 3 and 0.
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 2, 4);
+    send(a.get(), listed_read(4, 5), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 5u);
+    EXPECT_EQ(entry(hb, 2).seq, 4u);
+    EXPECT_EQ(
+        std::memcmp(hb.mem.data() + kRing, ha.mem.data() + kList + 4 * sizeof(peach2_rp_piece),
+                    sizeof(peach2_rp_piece)),
+        0);
+}
+
+TEST_F(ReadProxy, ReplyListTheRequesterCannotSendIsRefusedAtItsCard) {
+    ring_setup(b.get(), 8);
+    peach2_rp_req r = listed_read(1, 2);
+    r.operand[0] = PEACH2_RP_MAX_PIECES + 1;
+    send(a.get(), r, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_BAD_COMMAND));
+    r.operand[0] = 2;
+    peach2_core_reg_write(a.get(), PEACH2_REG_RP_TX_LIST_LO, ha.mem.size() - 16, 8);
+    send(a.get(), r, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_DMA_READ));
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_SENT), 0u);
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_BAD_COMMAND), 1u);
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_DMA_READ), 1u);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
+}
+
+TEST_F(ReadProxy, ListNotTheOneTheRequestAnnouncesIsAnsweredBadRequest) {
+    // A neighbour's card that sends 3 pieces for a READ that says 2.
+    ring_setup(b.get(), 8);
+    peach2_rp_req r = listed_read(1, 2);
+    r.src_node = 0;
+    std::vector<uint8_t> payload(sizeof(r) + 3 * sizeof(peach2_rp_piece), 0);
+    std::memcpy(payload.data(), &r, sizeof(r));
+    std::vector<uint8_t> bytes;  // sequence 1: after node 0's HELLO
+    add_packet(bytes,
+               pkt_hdr(PEACH2_PKT_RPREQ, 0, 1, static_cast<uint32_t>(payload.size()),
+                       PEACH2_NODE_BASE(1) + kDoorbell, 1),
+               payload);
+    EXPECT_TRUE(peach2_core_link_receive(b.get(), PEACH2_PORT_W, bytes.data(), bytes.size()));
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).tag, 1u);
+    EXPECT_EQ(cpl_at(ha, 0x3000).status, static_cast<uint32_t>(PEACH2_ERR_RP_BAD_REQUEST));
 }
 
 TEST_F(ReadProxy, BadRingSetupIsRefused) {
