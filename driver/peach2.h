@@ -198,9 +198,14 @@ struct peach2_rp {
 	u32 next_export;		/* for xa_alloc_cyclic() */
 	atomic_t nr_exports;
 
-	/* Sending: RP_TX_REQ/RP_TX_SEND/RP_TX_RESULT and @last_seq. */
+	/*
+	 * Sending: RP_TX_REQ/RP_TX_SEND/RP_TX_RESULT, RP_TX_LIST and the
+	 * reply list it points to (@tx_list), @last_seq.
+	 */
 	spinlock_t tx_lock;
 	u64 last_seq;
+	void *tx_list;			/* PEACH2_RP_MAX_PIECES pieces */
+	dma_addr_t tx_list_dma;
 
 	/* Serving: the request ring, owned by the interrupt thread. */
 	void *ring;			/* ring_entries x PEACH2_RP_ENTRY_SIZE */
@@ -231,6 +236,7 @@ struct peach2_rp {
 	dma_addr_t descs_dma, cpls_dma;
 	size_t reply_mem_size;
 	struct peach2_rp_reply *replies;
+	struct peach2_rp_piece *reply_pieces;	/* the replies' pieces */
 	struct completion dma_done;	/* vector PEACH2_INT_VECTOR_DMA(4) */
 
 	int irq;			/* vector PEACH2_INT_VECTOR_RP, or 0 */

@@ -76,8 +76,12 @@
 
 /* Ring entries the serving thread takes per interrupt. */
 #define PEACH2_RP_BUDGET	32u
-/* Descriptors of one reply (data pieces: chunks are at least a page). */
-#define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + 2)
+/*
+ * Descriptors of one reply: the data, cut where the target's chunks (at
+ * least a page) or the requester's reply pieces end; the record, its tag.
+ */
+#define PEACH2_RP_MAX_DESCS	(PEACH2_RP_MAX_LEN / PAGE_SIZE + 1 + \
+				 PEACH2_RP_MAX_PIECES + 2)
 /*
  * Reply memory: the descriptors of one chain, then a completion record per
  * request of a batch (PEACH2_RP_BUDGET). A chain holds at least the
@@ -176,6 +180,12 @@ static_assert(PEACH2_RP_CHAIN_DESCS >= PEACH2_RP_MAX_DESCS);
  */
 struct peach2_rp_reply {
 	struct peach2_rp_req r;
+	/*
+	 * READ: where the data goes (requester bus addresses), in order;
+	 * PEACH2_RP_MAX_PIECES of rp->reply_pieces per reply.
+	 */
+	struct peach2_rp_piece *pieces;
+	u32 npieces;
 	struct peach2_buf *buf;		/* a reference, or NULL */
 	u64 off;			/* READ: buffer offset of the first byte */
 	u64 value;			/* CAS/FAA: the old value */
@@ -453,6 +463,62 @@ static int peach2_rp_local(struct peach2_file *ctx, u32 handle, u64 off,
 	return ret;
 }
 
+/* A READ's reply piece as the card reads it (struct peach2_rp_piece). */
+struct peach2_rp_piece_le {
+	__le64 addr;
+	__le32 len;
+	__le32 reserved;
+};
+
+static_assert(sizeof(struct peach2_rp_piece_le) == sizeof(struct peach2_rp_piece));
+#define PEACH2_RP_LIST_SIZE \
+	(PEACH2_RP_MAX_PIECES * sizeof(struct peach2_rp_piece_le))
+
+/*
+ * The reply pieces of [off, off + len) of buffer @handle of @ctx: its
+ * physically contiguous runs, at most PEACH2_RP_MAX_PIECES, into @list
+ * (bus addresses). Returns the number of pieces or -errno.
+ */
+static int peach2_rp_reply_list(struct peach2_file *ctx, u32 handle, u64 off,
+				u32 len, struct peach2_rp_piece_le *list)
+{
+	const struct peach2_mem *mem;
+	struct peach2_buf *buf;
+	u64 done = 0, bus, piece;
+	int n = 0;
+
+	if (!handle)
+		return -EINVAL;
+	buf = peach2_buf_lookup(ctx, handle);
+	if (!buf)
+		return -ENOENT;
+	if (!peach2_range_ok(buf->size, off, len)) {
+		peach2_buf_put(buf);
+		return -EINVAL;
+	}
+	while (done < len) {
+		mem = peach2_buf_chunk(buf, off + done);
+		bus = mem->dma + (off + done - mem->offset);
+		piece = min_t(u64, len - done, mem->offset + mem->len - (off + done));
+		done += piece;
+		if (n && le64_to_cpu(list[n - 1].addr) +
+			 le32_to_cpu(list[n - 1].len) == bus) {
+			le32_add_cpu(&list[n - 1].len, piece);
+			continue;
+		}
+		if (n == PEACH2_RP_MAX_PIECES) {
+			n = -EINVAL;
+			break;
+		}
+		list[n].addr = cpu_to_le64(bus);
+		list[n].len = cpu_to_le32(piece);
+		list[n].reserved = 0;
+		n++;
+	}
+	peach2_buf_put(buf);
+	return n;
+}
+
 /* The fields of an RP_SUBMIT request, before anything is looked up. */
 static int peach2_rp_submit_valid(const struct peach2_rp_submit *req)
 {
@@ -485,11 +551,13 @@ static int peach2_rp_submit_valid(const struct peach2_rp_submit *req)
 }
 
 /*
- * Hand request @w (struct peach2_rp_req, seq still 0) to the card's request
- * engine for @node, with the next seq of this node (strictly increasing,
- * at least the wall clock in ns). Returns 0 with *seqp, or -errno.
+ * Hand request @w (struct peach2_rp_req, seq still 0) and a READ's reply
+ * list (@n pieces at @list, if @n) to the card's request engine for @node,
+ * with the next seq of this node (strictly increasing, at least the wall
+ * clock in ns). Returns 0 with *seqp, or -errno.
  */
-static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8], u64 *seqp)
+static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8],
+			  const struct peach2_rp_piece_le *list, u32 n, u64 *seqp)
 {
 	struct peach2_rp *rp = &p2->rp;
 	u32 result;
@@ -504,6 +572,11 @@ static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8], u64 *seqp)
 	*seqp = max(rp->last_seq + 1, ktime_get_real_ns());
 	rp->last_seq = *seqp;
 	w[3] = *seqp;
+	if (n) {
+		/* The card reads the list at RP_TX_SEND. */
+		memcpy(rp->tx_list, list, n * sizeof(*list));
+		lo_hi_writeq(rp->tx_list_dma, p2->regs + PEACH2_REG_RP_TX_LIST_LO);
+	}
 	for (i = 0; i < 8; i++)
 		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
 	writel(node, p2->regs + PEACH2_REG_RP_TX_SEND);
@@ -516,15 +589,21 @@ static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8], u64 *seqp)
 	dev_dbg(&p2->pdev->dev, "read-proxy request to node %u not sent: %s\n",
 		node, peach2_err_name(result));
 	/* A full link send queue is transient: the caller retries. */
-	return result == PEACH2_ERR_TX_OVERFLOW ? -EAGAIN : -EHOSTUNREACH;
+	if (result == PEACH2_ERR_TX_OVERFLOW)
+		return -EAGAIN;
+	/* The card could not read the reply list: nothing was sent. */
+	if (result == PEACH2_ERR_DMA_READ || result == PEACH2_ERR_BAD_COMMAND)
+		return -EIO;
+	return -EHOSTUNREACH;
 }
 
 long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 {
 	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_rp_piece_le *list = NULL;
 	struct peach2_rp_submit req;
 	u64 reply = 0, cpl, w[8];
-	int ret;
+	int ret, n = 0;
 
 	if (copy_from_user(&req, argp, sizeof(req)))
 		return -EFAULT;
@@ -540,14 +619,30 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 			      sizeof(struct peach2_rp_cpl), &cpl);
 	if (ret)
 		return ret;
-	if (req.op == PEACH2_RP_OP_READ || req.op == PEACH2_RP_OP_LOOKUP) {
+	if (req.op == PEACH2_RP_OP_LOOKUP) {
 		ret = peach2_rp_local(ctx, req.reply_handle, req.reply_offset,
 				      req.len, &reply);
 		if (ret)
 			return ret;
 		/* The answer comes from 16-byte aligned staging memory. */
-		if (req.op == PEACH2_RP_OP_LOOKUP && reply % 16)
+		if (reply % 16)
 			return -EINVAL;
+	}
+	if (req.op == PEACH2_RP_OP_READ) {
+		/* One piece goes in the request; more in a list after it. */
+		list = kmalloc(PEACH2_RP_LIST_SIZE, GFP_KERNEL);
+		if (!list)
+			return -ENOMEM;
+		n = peach2_rp_reply_list(ctx, req.reply_handle, req.reply_offset,
+					 req.len, list);
+		if (n < 0) {
+			kfree(list);
+			return n;
+		}
+		if (n == 1) {
+			reply = le64_to_cpu(list[0].addr);
+			n = 0;
+		}
 	}
 
 	/* struct peach2_rp_req; src_node is the receiving card's to fill. */
@@ -557,9 +652,10 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 	w[3] = 0;			/* seq: peach2_rp_send() */
 	w[4] = reply;
 	w[5] = cpl;
-	w[6] = req.operand[0];
+	w[6] = n ? n : req.operand[0];	/* READ: the pieces listed */
 	w[7] = req.operand[1];
-	ret = peach2_rp_send(p2, req.node, w, &req.tag);
+	ret = peach2_rp_send(p2, req.node, w, list, n, &req.tag);
+	kfree(list);
 	if (ret)
 		return ret;
 	atomic64_inc(&p2->rp.stats.submitted);
@@ -622,32 +718,54 @@ static void peach2_rp_count(struct peach2_rp *rp, u32 status)
 }
 
 /*
- * Check request @r (from a ring entry, src_node and cpl usable). Returns 0
+ * A READ's reply pieces: none empty, each a multiple of 4 bytes (the DMA
+ * rules say so too, but then the requester would be told DMA_ALIGN for a
+ * list no requester driver builds), inside the requester's host memory,
+ * and together the request's length.
+ */
+static bool peach2_rp_pieces_ok(struct peach2_dev *p2,
+				const struct peach2_rp_reply *rep)
+{
+	u64 total = 0, end;
+	u32 i;
+
+	for (i = 0; i < rep->npieces; i++) {
+		const struct peach2_rp_piece *pc = &rep->pieces[i];
+
+		if (!pc->len || check_add_overflow(pc->addr, (u64)pc->len, &end) ||
+		    end > p2->host_size)
+			return false;
+		total += pc->len;
+	}
+	return rep->npieces && total == rep->r.len && !rep->r.operand[1] &&
+	       (rep->npieces == 1 || (!rep->r.reply && !rep->pieces[0].reserved));
+}
+
+/*
+ * Check request @rep (from a ring entry, src_node and cpl usable). Returns 0
  * with a buffer reference in *bufp and the buffer offset of the first byte
  * in *offp, or the peach2_err code to answer with (*bufp may still hold a
  * reference then). *idp tells whether the export exists (id) and
  * *keyedp whether its key matched.
  * Changes no state: the caller records the seq of an accepted request.
  */
-static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
+static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_reply *rep,
 			   struct peach2_buf **bufp, u64 *offp, bool *idp,
 			   bool *keyedp)
 {
+	const struct peach2_rp_req *r = &rep->r;
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_buf *buf = NULL;
 	struct peach2_exp *exp;
-	u64 eoff = 0, elen = 0, off, end;
-	u32 need;
+	u64 eoff = 0, elen = 0, off, end, pos;
+	u32 need, i;
 
 	if (r->version != PEACH2_RP_VERSION)
 		return PEACH2_ERR_RP_BAD_REQUEST;
 	switch (r->op) {
 	case PEACH2_RP_OP_READ:
-		if (!r->len || r->len > PEACH2_RP_MAX_LEN)
-			return PEACH2_ERR_RP_BAD_REQUEST;
-		/* The reply must land in the requester's host memory. */
-		if (check_add_overflow(r->reply, (u64)r->len, &end) ||
-		    end > p2->host_size)
+		if (!r->len || r->len > PEACH2_RP_MAX_LEN ||
+		    !peach2_rp_pieces_ok(p2, rep))
 			return PEACH2_ERR_RP_BAD_REQUEST;
 		need = PEACH2_EXPORT_READ;
 		break;
@@ -695,10 +813,17 @@ static u32 peach2_rp_check(struct peach2_dev *p2, const struct peach2_rp_req *r,
 	    check_add_overflow(off, (u64)r->len, &end) || end > eoff + elen)
 		return PEACH2_ERR_RP_RANGE;
 
-	/* The reply is a DMA from addr to reply: the card's restrictions. */
-	if (r->op == PEACH2_RP_OP_READ &&
-	    peach2_dma_align_rule(r->addr, r->reply, r->len))
-		return PEACH2_ERR_DMA_ALIGN;
+	/*
+	 * Each piece is a DMA from the target's memory: the card's rules.
+	 * Chunks begin at page boundaries, so the target address of a
+	 * piece's first byte has the low bits of r->addr + its offset.
+	 */
+	if (r->op == PEACH2_RP_OP_READ) {
+		for (i = 0, pos = 0; i < rep->npieces; pos += rep->pieces[i++].len)
+			if (peach2_dma_align_rule(r->addr + pos, rep->pieces[i].addr,
+						  rep->pieces[i].len))
+				return PEACH2_ERR_DMA_ALIGN;
+	}
 	*offp = off;
 	return 0;
 }
@@ -728,30 +853,54 @@ static void peach2_rp_desc(struct peach2_desc_le *d, u64 src, u64 dst, u32 len,
 }
 
 /*
+ * The data descriptors of accepted READ @rep, from @d on (only counted if
+ * @d is NULL): one per stretch that is physically contiguous on both
+ * sides, so cut where a chunk of the exported buffer or a reply piece
+ * ends. Returns how many.
+ */
+static u32 peach2_rp_data(const struct peach2_rp_reply *rep,
+			  struct peach2_desc_le *d, u64 base)
+{
+	const struct peach2_rp_req *r = &rep->r;
+	const struct peach2_mem *mem;
+	u64 done = 0, in_piece = 0, len;
+	u32 n = 0, i = 0;
+
+	while (done < r->len) {
+		mem = peach2_buf_chunk(rep->buf, rep->off + done);
+		len = min3((u64)r->len - done,
+			   mem->offset + mem->len - (rep->off + done),
+			   (u64)rep->pieces[i].len - in_piece);
+		if (d)
+			peach2_rp_desc(&d[n], mem->dma + (rep->off + done - mem->offset),
+				       base + rep->pieces[i].addr + in_piece, len, 0);
+		n++;
+		done += len;
+		in_piece += len;
+		if (in_piece == rep->pieces[i].len) {
+			i++;
+			in_piece = 0;
+		}
+	}
+	return n;
+}
+
+/*
  * The descriptors the answer of decided request @rep needs: the data (READ,
- * status 0: a piece per physically contiguous chunk), the first part of the
- * completion record, the tag.
+ * status 0: peach2_rp_data()), the first part of the completion record,
+ * the tag.
  */
 static u32 peach2_rp_ndescs(const struct peach2_rp_reply *rep)
 {
 	const struct peach2_rp_req *r = &rep->r;
-	const struct peach2_mem *mem;
-	u64 done = 0;
-	u32 n = 2;
 
 	if (rep->status)
-		return n;
+		return 2;
 	if (r->op == PEACH2_RP_OP_LOOKUP)
-		return n + 1;
+		return 3;
 	if (r->op != PEACH2_RP_OP_READ)
-		return n;
-	while (done < r->len) {
-		mem = peach2_buf_chunk(rep->buf, rep->off + done);
-		done += min_t(u64, r->len - done,
-			      mem->offset + mem->len - (rep->off + done));
-		n++;
-	}
-	return n;
+		return 2;
+	return peach2_rp_data(rep, NULL, 0) + 2;
 }
 
 /*
@@ -767,19 +916,11 @@ static u32 peach2_rp_build(struct peach2_dev *p2, struct peach2_rp_reply *rep,
 	struct peach2_rp_cpl_le *cpl = rp->cpls + slot * sizeof(*cpl);
 	dma_addr_t cpl_dma = rp->cpls_dma + slot * sizeof(*cpl);
 	u64 base = PEACH2_NODE_BASE(r->src_node);
-	const struct peach2_mem *mem;
-	u64 done = 0, piece;
+	u64 done = 0;
 
 	if (!rep->status && r->op == PEACH2_RP_OP_READ) {
-		while (done < r->len) {
-			mem = peach2_buf_chunk(rep->buf, rep->off + done);
-			piece = min_t(u64, r->len - done,
-				      mem->offset + mem->len - (rep->off + done));
-			peach2_rp_desc(&rp->descs[n++],
-				       mem->dma + (rep->off + done - mem->offset),
-				       base + r->reply + done, piece, 0);
-			done += piece;
-		}
+		n += peach2_rp_data(rep, &rp->descs[n], base);
+		done = r->len;
 	}
 
 	if (!rep->status && r->op == PEACH2_RP_OP_LOOKUP) {
@@ -962,6 +1103,53 @@ static bool peach2_rp_fetch(struct peach2_dev *p2, const void *entry,
 	return true;
 }
 
+/* Ring entry @i (free running). */
+static const void *peach2_rp_entry(const struct peach2_rp *rp, u32 i)
+{
+	return rp->ring + (i & (rp->ring_entries - 1)) * PEACH2_RP_ENTRY_SIZE;
+}
+
+/* The ring entries request @r takes: itself, then a READ's reply list. */
+static u32 peach2_rp_entries(const struct peach2_rp_req *r)
+{
+	if (r->op != PEACH2_RP_OP_READ || !r->operand[0] ||
+	    r->operand[0] > PEACH2_RP_MAX_PIECES)
+		return 1;
+	return 1 + PEACH2_RP_LIST_ENTRIES((u32)r->operand[0]);
+}
+
+/*
+ * The reply pieces of READ @rep, whose request is entry @at: the list in
+ * the entries after it, or the one piece at `reply`. None (a bad request)
+ * for a count past PEACH2_RP_MAX_PIECES.
+ */
+static void peach2_rp_fetch_pieces(const struct peach2_rp *rp, u32 at,
+				   struct peach2_rp_reply *rep)
+{
+	const struct peach2_rp_req *r = &rep->r;
+	struct peach2_rp_piece_le le;
+	u32 i;
+
+	rep->npieces = 0;
+	if (r->op != PEACH2_RP_OP_READ || r->operand[0] > PEACH2_RP_MAX_PIECES)
+		return;
+	if (!r->operand[0]) {
+		rep->pieces[0].addr = r->reply;
+		rep->pieces[0].len = r->len;
+		rep->pieces[0].reserved = 0;
+		rep->npieces = 1;
+		return;
+	}
+	for (i = 0; i < r->operand[0]; i++) {
+		memcpy(&le, peach2_rp_entry(rp, at + 1 + i / PEACH2_RP_PIECES_PER_ENTRY) +
+		       (i % PEACH2_RP_PIECES_PER_ENTRY) * sizeof(le), sizeof(le));
+		rep->pieces[i].addr = le64_to_cpu(le.addr);
+		rep->pieces[i].len = le32_to_cpu(le.len);
+		rep->pieces[i].reserved = le32_to_cpu(le.reserved);
+	}
+	rep->npieces = r->operand[0];
+}
+
 /*
  * True if requests from @node are refused unseen now: it sent more than
  * PEACH2_RP_FAIL_MAX wrong keys within PEACH2_RP_FAIL_WINDOW less than
@@ -1006,9 +1194,10 @@ static void peach2_rp_failed(struct peach2_dev *p2, u32 node)
  * done (CAS/FAA: the old value in *value), or the status to answer with.
  * Counts refusals and wrong keys.
  */
-static u32 peach2_rp_decide(struct peach2_dev *p2, const struct peach2_rp_req *r,
+static u32 peach2_rp_decide(struct peach2_dev *p2, const struct peach2_rp_reply *rep,
 			    struct peach2_buf **bufp, u64 *offp, u64 *value)
 {
+	const struct peach2_rp_req *r = &rep->r;
 	struct peach2_rp *rp = &p2->rp;
 	bool found = false, keyed = false;
 	u32 status;
@@ -1018,7 +1207,7 @@ static u32 peach2_rp_decide(struct peach2_dev *p2, const struct peach2_rp_req *r
 		atomic64_inc(&rp->stats.refused_throttled);
 		return PEACH2_ERR_RP_NOT_EXPORTED;
 	}
-	status = peach2_rp_check(p2, r, bufp, offp, &found, &keyed);
+	status = peach2_rp_check(p2, rep, bufp, offp, &found, &keyed);
 	if (status) {
 		dev_dbg(&p2->pdev->dev, "read-proxy request op %u from node %u (export %u, addr %#llx, len %u) refused: %s\n",
 			r->op, r->src_node, r->export_id, r->addr, r->len,
@@ -1111,37 +1300,49 @@ static bool peach2_rp_is_atomic(const struct peach2_rp_req *r)
 }
 
 /*
- * Decide ring entries from rp->head on, at most @max, into rp->replies.
- * Stops before a CAS/FAA while a READ decided before it still has its data
- * to send (an atomic must not change memory that an earlier request
- * reads), and after a LOOKUP (its answer waits in the names' one staging
- * area until sent). Returns the entries taken, at least one; *nr: the
- * replies they gave (an entry naming nobody to answer gives none).
+ * Decide requests from ring entry rp->head on, of the @avail entries
+ * queued at most @max requests, into rp->replies. Stops before a CAS/FAA
+ * while a READ decided before it still has its data to send (an atomic
+ * must not change memory that an earlier request reads), and after a
+ * LOOKUP (its answer waits in the names' one staging area until sent).
+ * Returns the entries taken (a READ's reply list included), at least one;
+ * *nr: the replies they gave (an entry naming nobody to answer gives none).
  */
-static u32 peach2_rp_collect(struct peach2_dev *p2, u32 max, u32 *nr)
+static u32 peach2_rp_collect(struct peach2_dev *p2, u32 avail, u32 max, u32 *nr)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_rp_reply *rep;
 	bool data = false;
-	u32 taken = 0;
+	u32 taken = 0, entries;
 
 	*nr = 0;
-	while (taken < max) {
+	while (taken < avail && *nr < max) {
 		rep = &rp->replies[*nr];
-		if (!peach2_rp_fetch(p2, rp->ring + ((rp->head + taken) &
-						     (rp->ring_entries - 1)) *
-				     PEACH2_RP_ENTRY_SIZE, &rep->r)) {
+		if (!peach2_rp_fetch(p2, peach2_rp_entry(rp, rp->head + taken), &rep->r)) {
 			taken++;
 			continue;
 		}
 		if (data && peach2_rp_is_atomic(&rep->r))
 			break;
-		taken++;
+		entries = peach2_rp_entries(&rep->r);
+		peach2_rp_fetch_pieces(rp, rp->head + taken, rep);
+		if (entries > avail - taken) {
+			/*
+			 * The card moves TAIL over a request and its list at
+			 * once: this ring is not to be trusted past here.
+			 */
+			dev_warn_ratelimited(&p2->pdev->dev, "read-proxy ring: request from node %u lists %u entries, %u queued: answered as a bad request with the rest of the ring\n",
+					     rep->r.src_node, entries, avail - taken);
+			atomic64_inc(&rp->stats.ring_errors);
+			rep->npieces = 0;
+			entries = avail - taken;
+		}
+		taken += entries;
 		(*nr)++;
 		rep->buf = NULL;
 		rep->off = 0;
 		rep->value = 0;
-		rep->status = peach2_rp_decide(p2, &rep->r, &rep->buf, &rep->off,
+		rep->status = peach2_rp_decide(p2, rep, &rep->buf, &rep->off,
 					       &rep->value);
 		rep->ndescs = peach2_rp_ndescs(rep);
 		/* Cannot happen: chunks are at least a page. */
@@ -1215,7 +1416,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 {
 	struct peach2_dev *p2 = data;
 	struct peach2_rp *rp = &p2->rp;
-	u32 tail, avail, batch, n, taken, nr;
+	u32 tail, avail, batch, n, taken, nr, served;
 
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
@@ -1241,12 +1442,14 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	/* TAIL is read before the entries it covers. */
 	dma_rmb();
 
-	avail = min(avail, PEACH2_RP_BUDGET);
+	/* At most PEACH2_RP_BUDGET requests (with their lists) per run. */
 	batch = clamp(READ_ONCE(peach2_rp_chain_max), 1u, PEACH2_RP_BUDGET);
-	for (n = 0; n < avail; n += taken) {
+	for (n = 0, served = 0; n < avail && served < PEACH2_RP_BUDGET;
+	     n += taken, served += max(nr, 1u)) {
 		if (READ_ONCE(rp->stopping))
 			break;
-		taken = peach2_rp_collect(p2, min(avail - n, batch), &nr);
+		taken = peach2_rp_collect(p2, avail - n,
+					  min(batch, PEACH2_RP_BUDGET - served), &nr);
 		peach2_rp_answer(p2, nr);
 		rp->head += taken;
 		if (rp->wedged) {
@@ -1287,17 +1490,19 @@ static void peach2_rp_drain(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_rp_reply rec = { .status = PEACH2_ERR_RP_OFF };
-	u32 tail, avail, n, done;
+	u32 tail, avail, n, done, entries;
 
 	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
 	avail = tail - rp->head;
 	if (avail > rp->ring_entries)
 		return;
 	dma_rmb();
-	for (n = 0; n < avail; n++, rp->head++) {
-		if (!peach2_rp_fetch(p2, rp->ring + (rp->head & (rp->ring_entries - 1)) *
-				     PEACH2_RP_ENTRY_SIZE, &rec.r))
+	for (n = 0; n < avail; n += entries, rp->head += entries) {
+		entries = 1;
+		if (!peach2_rp_fetch(p2, peach2_rp_entry(rp, rp->head), &rec.r))
 			continue;
+		/* A READ's reply list is no request of its own. */
+		entries = min(peach2_rp_entries(&rec.r), avail - n);
 		peach2_rp_link(rp, peach2_rp_build(p2, &rec, 0, 0));
 		if (peach2_rp_run(p2, 0, false, &done)) {
 			atomic64_inc(&rp->stats.reply_errors);
@@ -1342,6 +1547,12 @@ static void peach2_rp_free_mem(struct peach2_dev *p2)
 		peach2_rp_reply_put(&rp->replies[i]);
 	kfree(rp->replies);
 	rp->replies = NULL;
+	kvfree(rp->reply_pieces);
+	rp->reply_pieces = NULL;
+	if (rp->tx_list)
+		dma_free_coherent(dev, PEACH2_RP_LIST_SIZE, rp->tx_list,
+				  rp->tx_list_dma);
+	rp->tx_list = NULL;
 	if (rp->descs)
 		dma_free_coherent(dev, rp->reply_mem_size, rp->descs,
 				  rp->descs_dma);
@@ -1357,6 +1568,7 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 	struct peach2_rp *rp = &p2->rp;
 	struct device *dev = &p2->pdev->dev;
 	size_t ring_size;
+	u32 i;
 
 	rp->ring_entries = READ_ONCE(peach2_rp_ring_entries);
 	ring_size = (size_t)rp->ring_entries * PEACH2_RP_ENTRY_SIZE;
@@ -1366,7 +1578,15 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 		return -ENOMEM;
 
 	rp->replies = kcalloc(PEACH2_RP_BUDGET, sizeof(*rp->replies), GFP_KERNEL);
-	if (!rp->replies)
+	rp->reply_pieces = kvcalloc(PEACH2_RP_BUDGET * PEACH2_RP_MAX_PIECES,
+				    sizeof(*rp->reply_pieces), GFP_KERNEL);
+	if (!rp->replies || !rp->reply_pieces)
+		return -ENOMEM;
+	for (i = 0; i < PEACH2_RP_BUDGET; i++)
+		rp->replies[i].pieces = rp->reply_pieces + i * PEACH2_RP_MAX_PIECES;
+	rp->tx_list = dma_alloc_coherent(dev, PEACH2_RP_LIST_SIZE,
+					 &rp->tx_list_dma, GFP_KERNEL);
+	if (!rp->tx_list)
 		return -ENOMEM;
 
 	/* A chain's descriptors, then the batch's completion records. */
@@ -1382,6 +1602,7 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 	/* Coherent memory is page aligned; `next` is a 32-bit address. */
 	if (rp->ring_dma % PEACH2_RP_ENTRY_SIZE ||
 	    rp->ring_dma + ring_size > p2->host_size ||
+	    rp->tx_list_dma + PEACH2_RP_LIST_SIZE > p2->host_size ||
 	    rp->cpls_dma % sizeof(struct peach2_rp_cpl_le) ||
 	    rp->descs_dma + rp->reply_mem_size > min_t(u64, p2->host_size,
 						       BIT_ULL(32))) {

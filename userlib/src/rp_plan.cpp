@@ -34,19 +34,28 @@ int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset,
     if (len % 4)
         return TCA_EALIGN;
     std::vector<RpPiece> pieces;
+    std::uint32_t runs = 0;  // of the request being planned (pieces.back())
     for (std::uint64_t pos = 0; pos < len;) {
         std::uint64_t local = 0, room = 0, remote = 0;
         if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
             return TCA_ERANGE;
         if (handle_address(src, src_offset + pos, &remote))
             return TCA_ERANGE;
+        // A request takes up to PEACH2_RP_MAX_PIECES runs of the local
+        // buffer (its reply list) and PEACH2_RP_MAX_LEN bytes.
+        if (pieces.empty() || runs == PEACH2_RP_MAX_PIECES ||
+            pieces.back().len == PEACH2_RP_MAX_LEN) {
+            pieces.push_back(RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos, 0});
+            runs = 0;
+        }
+        RpPiece& p = pieces.back();
         const std::uint64_t n =
-            std::min({len - pos, room, static_cast<std::uint64_t>(PEACH2_RP_MAX_LEN)});
-        // Both ends of every request: the target's DMA writes it as is.
+            std::min({len - pos, room, PEACH2_RP_MAX_LEN - std::uint64_t{p.len}});
+        // Both ends of every run: the target's DMA writes each as it is.
         if (int rc = check_alignment(remote, local, n))
             return rc;
-        pieces.push_back(
-            RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos, static_cast<std::uint32_t>(n)});
+        p.len += static_cast<std::uint32_t>(n);
+        ++runs;
         pos += n;
     }
     out->insert(out->end(), pieces.begin(), pieces.end());

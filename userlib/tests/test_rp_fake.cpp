@@ -105,7 +105,7 @@ TEST_F(FakeRp, ExportGivesAVersion2HandleWithTheExport) {
     EXPECT_EQ(TCA_ENOTBUF, tcaExport(&stack, 4, TCA_EXPORT_READ, &h));
 }
 
-TEST_F(FakeRp, GetSplitsAtLocalChunksAndComputesEachAddress) {
+TEST_F(FakeRp, GetListsTheLocalChunksInOneRequest) {
     unsigned char* src = alloc(3 * 16384, 16384, 2);  // remote side: 3 chunks
     unsigned char* dst = alloc(8 * 4096, 4096);       // local side: 4 KiB chunks
     tcaHandle h;
@@ -117,26 +117,37 @@ TEST_F(FakeRp, GetSplitsAtLocalChunksAndComputesEachAddress) {
     EXPECT_EQ(0, std::memcmp(dst + 0x30, src + off, len));
     EXPECT_EQ(0, dst[0x2f]);
     EXPECT_EQ(0, dst[0x30 + len]);
+    // 0x30 .. 0x30 + 5 pages spans 6 chunks of dst: one request, whose
+    // reply the driver lists chunk by chunk.
     const auto l = log();
-    // Cut at every 4 KiB boundary of dst: 0x30 .. 0x30 + 5 pages = 6 pieces.
-    ASSERT_EQ(6u, l.size());
-    std::uint64_t pos = 0;
-    for (const peach2_rp_submit& s : l) {
-        EXPECT_EQ(0u, s.node);
-        EXPECT_EQ(static_cast<unsigned>(PEACH2_RP_OP_READ), s.op);
-        EXPECT_EQ(h.export_id, s.export_id);
-        EXPECT_EQ(h.export_key, s.key);
-        EXPECT_EQ(0x30 + pos, s.reply_offset);
-        EXPECT_EQ(0u, (s.reply_offset + s.len) % 4096 == 0 || pos + s.len == len ? 0u : 1u);
-        std::uint64_t ga = 0;
-        ASSERT_EQ(0, tcaRemoteAddress(&h, off + pos, &ga));
-        EXPECT_EQ(PEACH2_ADDR_OFFSET(ga), s.addr) << "piece at " << pos;
-        EXPECT_EQ(0u, s.cpl_offset % 32);
-        pos += s.len;
-    }
-    EXPECT_EQ(len, pos);
-    EXPECT_EQ(4096u - 0x30, l[0].len);
-    EXPECT_EQ(0x30u, l.back().len);
+    ASSERT_EQ(1u, l.size());
+    const peach2_rp_submit& s = l[0];
+    EXPECT_EQ(0u, s.node);
+    EXPECT_EQ(static_cast<unsigned>(PEACH2_RP_OP_READ), s.op);
+    EXPECT_EQ(h.export_id, s.export_id);
+    EXPECT_EQ(h.export_key, s.key);
+    EXPECT_EQ(0x30u, s.reply_offset);
+    EXPECT_EQ(len, s.len);
+    std::uint64_t ga = 0;
+    ASSERT_EQ(0, tcaRemoteAddress(&h, off, &ga));
+    EXPECT_EQ(PEACH2_ADDR_OFFSET(ga), s.addr);
+    EXPECT_EQ(0u, s.cpl_offset % 32);
+}
+
+TEST_F(FakeRp, GetIntoMoreChunksThanAListHoldsIsCutAfterEachFullList) {
+    const std::size_t chunks = PEACH2_RP_MAX_PIECES * 2 + 3, len = chunks * 4096 - 0x40;
+    unsigned char* src = alloc(chunks * 4096, chunks * 4096, 3);
+    unsigned char* dst = alloc(chunks * 4096, 4096);
+    tcaHandle h;
+    ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+    ASSERT_EQ(0, tcaGet(dst + 0x40, &h, 0x40, len));
+    EXPECT_EQ(0, std::memcmp(dst + 0x40, src + 0x40, len));
+    const auto l = log();
+    ASSERT_EQ(3u, l.size());
+    EXPECT_EQ(PEACH2_RP_MAX_PIECES * 4096u - 0x40, l[0].len);
+    EXPECT_EQ(PEACH2_RP_MAX_PIECES * 4096u, l[1].reply_offset);
+    EXPECT_EQ(PEACH2_RP_MAX_PIECES * 4096u, l[1].len);
+    EXPECT_EQ(3u * 4096, l[2].len);
 }
 
 TEST_F(FakeRp, GetSplitsAt4MiB) {
@@ -280,7 +291,7 @@ TEST_F(FakeRp, NonBlockingTestWaitCancel) {
     tcaRequest r{};
     ASSERT_EQ(0, tcaGetNB(dst, &h, 0, 3 * 4096, &r));
     EXPECT_NE(0u, r.id);
-    EXPECT_EQ(3u, r.pieces);
+    EXPECT_EQ(1u, r.pieces);  // three chunks of dst: one request, listing them
     EXPECT_EQ(1, tcaTest(&r));
     EXPECT_EQ(-ETIMEDOUT, tcaWait(&r, 1));
     EXPECT_NE(0u, r.id) << "still pending after the wait's own timeout";
@@ -504,17 +515,19 @@ TEST_F(FakeRp, FreeRefusesABufferAPendingGetRepliesInto) {
 TEST_F(FakeRp, RetiredSlotsGetAFreshArea) {
     const std::size_t n = 1u << 20;
     unsigned char* src = alloc(n, n, 15);
-    unsigned char* dst = alloc(n, 4096);  // 256 chunks: 256 pieces per get
+    unsigned char* dst = alloc(n, 4096);  // 256 chunks: a get of 64 B per chunk
     tcaHandle h;
     ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
     ASSERT_EQ(0, tcaGet(dst, &h, 0, 64));
     fake_rp_control("drop", 1000000000);  // a target that never answers
     std::uint64_t timed_out = 0;
     for (int batch = 0; batch < 3; ++batch) {
-        std::vector<tcaRequest> rs(8);
-        for (tcaRequest& r : rs) {
-            ASSERT_EQ(0, tcaGetNB(dst, &h, 0, n, &r)) << "batch " << batch;
-            ASSERT_EQ(256u, r.pieces);
+        std::vector<tcaRequest> rs(2048);
+        for (std::size_t i = 0; i < rs.size(); ++i) {
+            tcaRequest& r = rs[i];
+            const std::size_t at = (i % 256) * 4096;
+            ASSERT_EQ(0, tcaGetNB(dst + at, &h, at, 64, &r)) << "batch " << batch;
+            ASSERT_EQ(1u, r.pieces);
         }
         for (tcaRequest& r : rs) {
             EXPECT_EQ(-ETIMEDOUT, tcaWait(&r, 0));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Read proxy planning (pure): target checks, cutting a get at local chunk
-// boundaries and at PEACH2_RP_MAX_LEN with each piece's target address
-// taken from the handle, the DMA alignment of every piece, atomics'
-// word checks; and the completion slot pool.
+// Read proxy planning (pure): target checks, cutting a get every
+// PEACH2_RP_MAX_PIECES local chunks and at PEACH2_RP_MAX_LEN, with each
+// request's target address taken from the handle, the DMA alignment of
+// every run, atomics' word checks; and the completion slot pool.
 #include <peach2/peach2_hw.h>
 #include <tca/tca.h>
 
@@ -40,29 +40,37 @@ TEST(RpPlan, TargetNeedsAnExportAndANode) {
     EXPECT_EQ(TCA_ENOTEXPORTED, rp_target(h, 2, PEACH2_RP_OP_READ, &t));
 }
 
-TEST(RpPlan, CutsAtLocalChunksOnlyAndAddressesEachPiece) {
+TEST(RpPlan, OneRequestListsTheLocalChunksItLandsIn) {
     // Remote: 3 pieces of 8 KiB, 1 MiB apart. Local: 5 pieces of 4 KiB.
     const tcaHandle src = exported(1, scattered(1, 3, 8192));
     const std::vector<tcaChunk> local = scattered(0, 5, 4096);
     const DmaSide dst{3, local, 0x10};
     std::vector<RpPiece> p;
-    // Remote offset 0x810: the remote 8 KiB boundaries fall inside pieces.
+    // Remote offset 0x810: the remote 8 KiB boundaries fall inside; the
+    // target follows its own chunks, the driver lists the local ones.
     ASSERT_EQ(0, plan_get(dst, src, 0x810, 4 * 4096, &p));
-    ASSERT_EQ(5u, p.size());
-    std::uint64_t pos = 0;
-    for (const RpPiece& x : p) {
-        EXPECT_EQ(0x10 + pos, x.reply_offset);
-        std::uint64_t ga = 0;
-        ASSERT_EQ(0, handle_address(src, 0x810 + pos, &ga));
-        EXPECT_EQ(PEACH2_ADDR_OFFSET(ga), x.addr);
-        pos += x.len;
-    }
-    EXPECT_EQ(4u * 4096, pos);
-    EXPECT_EQ(4096u - 0x10, p[0].len);
-    // Piece 2 (remote 0x1800..0x2800) crosses a remote boundary uncut:
-    // the target follows its own chunks.
-    EXPECT_EQ(4096u, p[2].len);
-    EXPECT_EQ(0x10u, p[4].len);
+    ASSERT_EQ(1u, p.size());
+    EXPECT_EQ(0x10u, p[0].reply_offset);
+    EXPECT_EQ(4u * 4096, p[0].len);
+    std::uint64_t ga = 0;
+    ASSERT_EQ(0, handle_address(src, 0x810, &ga));
+    EXPECT_EQ(PEACH2_ADDR_OFFSET(ga), p[0].addr);
+}
+
+TEST(RpPlan, ARequestListsAtMostMaxPiecesLocalChunks) {
+    // Local: MAX_PIECES + 3 scattered pages, the get starting inside the
+    // first: the second request starts where the first's last run ends.
+    const tcaHandle src = exported(1, {{PEACH2_NODE_BASE(1) + 0x1000000, 4u << 20}});
+    const std::vector<tcaChunk> local = scattered(0, PEACH2_RP_MAX_PIECES + 3, 4096);
+    std::vector<RpPiece> p;
+    const std::uint64_t len = (PEACH2_RP_MAX_PIECES + 2) * 4096ull;
+    ASSERT_EQ(0, plan_get(DmaSide{1, local, 0x100}, src, 0x100, len, &p));
+    ASSERT_EQ(2u, p.size());
+    EXPECT_EQ(PEACH2_RP_MAX_PIECES * 4096u - 0x100, p[0].len);
+    EXPECT_EQ(0x100u, p[0].reply_offset);
+    EXPECT_EQ(PEACH2_RP_MAX_PIECES * 4096u, p[1].reply_offset);
+    EXPECT_EQ(0x1000000u + PEACH2_RP_MAX_PIECES * 4096u, p[1].addr);
+    EXPECT_EQ(len, std::uint64_t{p[0].len} + p[1].len);
 }
 
 TEST(RpPlan, CutsAtMaxLen) {

@@ -8,7 +8,8 @@
  * to the reply buffer and writing the completion record, its tag last.
  * Checks as the design says: export id, key, the operation allowed, the
  * exporter alive (its pid), the range inside the export, the DMA alignment
- * of reply and addr, CAS/FAA 8 bytes 8-aligned.
+ * of each run of the reply (spanning up to PEACH2_RP_MAX_PIECES chunks)
+ * and addr, CAS/FAA 8 bytes 8-aligned.
  *
  * Test controls (called through weak symbols by the tests, which run with
  * this library preloaded): fake_rp_control("full", n) answers the next n
@@ -193,16 +194,25 @@ static uint32_t serve(const struct peach2_rp_submit *s, uint64_t *value)
 		}
 		return 0;
 	}
+	/* Each run of the reply (a piece of its list) is a DMA of its own. */
 	const struct fake_alloc *r = &allocs[s->reply_handle - 1];
-	const struct peach2_chunk *rc = chunk_of(r->chunk, r->nr, s->reply_offset);
-	const uint64_t reply_bus = PEACH2_ADDR_OFFSET(rc->global_addr) + (s->reply_offset - rc->offset);
-	if (peach2_dma_align_rule(s->addr, reply_bus, s->len))
-		return PEACH2_ERR_DMA_ALIGN;
 	for (uint64_t done = 0; done < s->len;) {
-		uint64_t room = 0;
+		const struct peach2_chunk *rc = chunk_of(r->chunk, r->nr, s->reply_offset + done);
+		const uint64_t run = rc->offset + rc->len - (s->reply_offset + done);
+		const uint64_t n = s->len - done < run ? s->len - done : run;
+		const uint64_t bus = PEACH2_ADDR_OFFSET(rc->global_addr) +
+				     (s->reply_offset + done - rc->offset);
+		if (peach2_dma_align_rule(s->addr + done, bus, n))
+			return PEACH2_ERR_DMA_ALIGN;
+		done += n;
+	}
+	for (uint64_t done = 0; done < s->len;) {
+		uint64_t room = 0, dst_room = 0;
 		const unsigned char *src = fake_byte_at(e->chunk, e->nr, boff + done, &room);
+		unsigned char *dst = fake_byte_at(r->chunk, r->nr, s->reply_offset + done, &dst_room);
 		uint64_t n = s->len - done < room ? s->len - done : room;
-		memcpy(fake_window + rc->global_addr + (s->reply_offset - rc->offset) + done, src, n);
+		n = n < dst_room ? n : dst_room;
+		memcpy(dst, src, n);
 		done += n;
 	}
 	return 0;
@@ -244,6 +254,25 @@ static void *delayed_answer(void *arg)
 	return NULL;
 }
 
+/*
+ * Inside buffer @h, in at most @max_runs of its chunks: 0 or -errno (the
+ * driver lists a READ's reply runs, PEACH2_RP_MAX_PIECES at most).
+ */
+static int in_runs(uint32_t h, uint64_t off, uint64_t len, uint32_t max_runs)
+{
+	if (!h || h > nr_allocs)
+		return -ENOENT;
+	const struct fake_alloc *a = &allocs[h - 1];
+	uint32_t runs = 0;
+	for (uint64_t done = 0; done < len; ++runs) {
+		const struct peach2_chunk *c = chunk_of(a->chunk, a->nr, off + done);
+		if (!c || runs == max_runs)
+			return -EINVAL;
+		done += c->offset + c->len - (off + done);
+	}
+	return 0;
+}
+
 /* In one chunk of buffer @h: 0 or -errno. */
 static int in_chunk(uint32_t h, uint64_t off, uint64_t len)
 {
@@ -261,7 +290,7 @@ static int do_submit(struct peach2_rp_submit *s)
 	if (s->op == PEACH2_RP_OP_READ) {
 		if (s->len < 4 || s->len > PEACH2_RP_MAX_LEN || s->len % 4)
 			return -EINVAL;
-		int rc = in_chunk(s->reply_handle, s->reply_offset, s->len);
+		int rc = in_runs(s->reply_handle, s->reply_offset, s->len, PEACH2_RP_MAX_PIECES);
 		if (rc)
 			return rc;
 	} else if (s->op == PEACH2_RP_OP_LOOKUP) {
