@@ -107,6 +107,9 @@
 #define PEACH2_RP_DMA_INT	PEACH2_INT_DMA(PEACH2_RP_CH)
 
 static unsigned int peach2_rp_ring_entries = 256;
+/* A READ with a full reply list takes 1 + 16 entries: room for one. */
+#define PEACH2_RP_RING_MIN	32u
+static_assert(PEACH2_RP_RING_MIN >= 1 + PEACH2_RP_LIST_ENTRIES(PEACH2_RP_MAX_PIECES));
 
 static int peach2_rp_ring_set(const char *val, const struct kernel_param *kp)
 {
@@ -116,7 +119,7 @@ static int peach2_rp_ring_set(const char *val, const struct kernel_param *kp)
 	ret = kstrtouint(val, 0, &n);
 	if (ret)
 		return ret;
-	if (!is_power_of_2(n) || n > PEACH2_RP_RING_MAX)
+	if (!is_power_of_2(n) || n < PEACH2_RP_RING_MIN || n > PEACH2_RP_RING_MAX)
 		return -EINVAL;
 	*(unsigned int *)kp->arg = n;
 	return 0;
@@ -130,7 +133,7 @@ static const struct kernel_param_ops peach2_rp_ring_ops = {
 module_param_cb(rp_ring_entries, &peach2_rp_ring_ops,
 		&peach2_rp_ring_entries, 0444);
 MODULE_PARM_DESC(rp_ring_entries,
-		 "read-proxy request ring entries: a power of 2, 1 .. 4096 (default 256)");
+		 "read-proxy request ring entries: a power of 2, 32 .. 4096 (default 256)");
 
 static unsigned int peach2_rp_timeout_ms = 2000;
 module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);

@@ -295,13 +295,17 @@ struct peach2_unexport {
  * card has sent it; the answer arrives later as a struct peach2_rp_cpl at
  * byte cpl_offset of buffer cpl_handle, with tag == the `tag` returned here.
  * Both the reply range (READ) and the completion record must lie inside
- * this fd's buffers, each inside one physically contiguous chunk; the
- * record 32-byte aligned; operands not used by the op must be 0. The
+ * this fd's buffers: the record inside one physically contiguous chunk and
+ * 32-byte aligned, a READ's reply over at most PEACH2_RP_MAX_PIECES
+ * physically contiguous runs (the driver sends their list with the
+ * request; -EINVAL for more), a LOOKUP's inside one chunk; operands not
+ * used by the op must be 0. The
  * target checks `addr` (and the READ alignment rule) and answers in the
  * record. Errors: -EINVAL (fields), -ENOENT (no such buffer handle), -ENXIO
  * (node not in the sub-cluster), -EHOSTUNREACH (no route / link down:
  * nothing was sent), -EAGAIN (the link's send queue is full: nothing was
- * sent, retry), -EOPNOTSUPP (card without a read proxy), -ENODEV (card
+ * sent, retry), -EIO (the card could not read the reply list: nothing was
+ * sent), -ENOMEM, -EOPNOTSUPP (card without a read proxy), -ENODEV (card
  * gone). `node` may be this node. */
 struct peach2_rp_submit {
 	__u32 node;           /* in: target node */

@@ -35,8 +35,9 @@ namespace tca {
 // their arguments (no device), unit-tested.
 //
 // A get lands in this process's memory, which the driver names by buffer
-// and offset; each request's reply must lie in one physically contiguous
-// chunk of it and be at most PEACH2_RP_MAX_LEN bytes, so the library cuts
+// and offset; each request's reply may span up to PEACH2_RP_MAX_PIECES
+// chunks of it (the driver lists their physically contiguous runs for the
+// target) and be at most PEACH2_RP_MAX_LEN bytes, so the library cuts
 // there. The target's driver follows its own buffer across its chunks, so
 // remote chunk boundaries need no cut; but each request's `addr` (the
 // target's host bus address of its first byte) comes from the handle's

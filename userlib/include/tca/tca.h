@@ -411,7 +411,7 @@ TCA_API size_t tcaPioMax(void);
  * (for handles starting at their buffer's start and page-aligned buffers:
  * dst - buffer start == src_offset mod 16); TCA_EALIGN before anything is
  * sent otherwise. A get is split into requests of at most 4 MiB that each
- * land in one physically contiguous piece of `dst`; the data of a
+ * land in at most 64 physically contiguous pieces of `dst`; the data of a
  * completed get is complete (all or nothing per request; a failed get may
  * have written part of `dst`).
  *

@@ -702,10 +702,11 @@ Qp::Start Qp::start_write(SendOp& op) {
 // The target's card queues requests in a ring its driver serves one at a
 // time (256 entries by default, shared by every requester); what does not
 // fit is answered RP_FULL and resubmitted after a growing backoff, while
-// the ring drains and stands idle. A Read into malloc'ed memory is one
-// request per physically contiguous run of it (two dozen per MiB in a
-// guest that has run a while), so max_rd_atomic Reads could be hundreds of
-// requests: a further Read waits while this QP has rp_window requests out.
+// the ring drains and stands idle. A request lists up to 64 physically
+// contiguous runs of the destination, so a Read of 1 MiB into malloc'ed
+// memory is 1-5 requests (in a guest whose free memory is scattered: 16
+// per 4 MiB), and max_rd_atomic Reads could still be hundreds of ring
+// entries: a further Read waits while this QP has rp_window requests out.
 Qp::Start Qp::rd_start_ready(SendOp& op) {
     if (rd_inflight_ >= std::max<std::uint32_t>(1, attr_.max_rd_atomic))
         return Start::Blocked;
