@@ -72,6 +72,28 @@ def test_perftest(cluster2, prog, size, iters):
     assert float(row.group(1)) > 0 and float(row.group(2)) > 0, row.group(0)
 
 
+def rproxy_counters(c, node):
+    """Node's read-proxy counters (sysfs rproxy: "name value" lines)."""
+    text = check(c, node, "cat /sys/class/peach2/peach2-0/rproxy")
+    return {k: int(v) for k, v in (ln.split() for ln in text.splitlines() if len(ln.split()) == 2)}
+
+
+def test_read_lists_the_scattered_destination_in_few_requests(cluster2):
+    """A 1 MiB RDMA Read into perftest's malloc'ed buffer: its pages are scattered (up to
+    256 physically contiguous runs), and each read-proxy request lists up to 64 of them, so
+    the target serves at most 5 requests per Read (a request per run, before lists: 2-24
+    per Read in a fresh guest, 190 once MPI jobs had scattered its free memory)."""
+    c = cluster2
+    before = rproxy_counters(c, SERVER)
+    _, out = pair(c, "ib_read_bw -n 50 -s 1048576")
+    assert re.search(r"^\s*1048576\s+50\s+[\d.]+\s+[\d.]+", out, re.M), out
+    after = rproxy_counters(c, SERVER)
+    reads = (after["read_bytes"] - before["read_bytes"]) // 1048576
+    served = after["served_read"] - before["served_read"]
+    assert reads >= 50, (before, after)
+    assert served <= 5 * reads, "%d requests for %d Reads of 1 MiB" % (served, reads)
+
+
 @pytest.mark.parametrize("test", ["access", "rnr", "flush", "read", "remr"])
 def test_verbs_checks_across_nodes(cluster2, test):
     """tca_verbs_check: access errors leave the target unchanged, RNR retries, flush
