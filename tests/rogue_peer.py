@@ -22,6 +22,7 @@ from peach2_testlib import hw
 HEADER = struct.Struct("<IBBBBHHIQII")  # magic ver type hops flags src dst len addr seq rsvd
 HELLO = struct.Struct("<IIII")           # node_id node_count port version
 RP_REQ = struct.Struct("<BBHIIIQQQQ2Q")  # struct peach2_rp_req (64 bytes)
+RP_PIECE = struct.Struct("<QII")         # struct peach2_rp_piece (16 bytes)
 PORTS = {"N": 0, "E": 1, "W": 2, "S": 3}
 
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from peach2_testlib import check, cluster_mod, hw, sysfs_read, wait_sysfs, wait_until
-from rogue_peer import HELLO, RP_REQ, RoguePeer, doorbell, node_base
+from rogue_peer import HELLO, RP_PIECE, RP_REQ, RoguePeer, doorbell, node_base
 
 pytestmark = pytest.mark.vm
 
@@ -241,6 +241,7 @@ def _random_stream(r, rnd):
     if rnd.random() < 0.15:
         return bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 2048)))
     w, rp, hello = hw("PEACH2_PKT_WRITE"), hw("PEACH2_PKT_RPREQ"), hw("PEACH2_PKT_HELLO")
+    max_pieces = hw("PEACH2_RP_MAX_PIECES")
     out = [r.hello_packet(2, NODES) if rnd.random() < 0.9 else
            r.hello_packet(rnd.choice([0, 1, 2, 15, 99]), rnd.choice([NODES, 16, 0]),
                           port=rnd.choice("NEWS"))]
@@ -259,12 +260,21 @@ def _random_stream(r, rnd):
         addr = pick(node_base(dst & 0xf) + where, rnd.getrandbits(64),
                     (node_base(dst & 0xf) - 4) % (1 << 64))
         if ptype == rp:
+            # A READ may carry a reply list (hardware.md §9): n pieces announced in
+            # operand[0], usually as many sent, each anywhere, of any length.
+            listed = 0 if rnd.random() < 0.7 else pick(rnd.randint(1, max_pieces), 0,
+                                                       max_pieces + 1, rnd.getrandbits(64))
             body = RP_REQ.pack(pick(hw("PEACH2_RP_OP_READ"), rnd.getrandbits(8)),
                                pick(hw("PEACH2_RP_VERSION"), rnd.getrandbits(8)),
                                src & 0xffff, rnd.choice([0, 1, 2, rnd.getrandbits(32)]),
                                rnd.getrandbits(32), rnd.choice([8, 64, 4096, rnd.getrandbits(32)]),
                                rnd.getrandbits(64), rnd.getrandbits(64), rnd.getrandbits(64),
-                               rnd.getrandbits(64), 0, 0)
+                               rnd.getrandbits(64), listed, 0)
+            if listed:
+                body += b"".join(RP_PIECE.pack(pick(rnd.getrandbits(30) & ~15, rnd.getrandbits(64)),
+                                               pick(4096, rnd.getrandbits(32)),
+                                               pick(0, rnd.getrandbits(32)))
+                                 for _ in range(pick(min(listed, max_pieces), rnd.randint(0, 70))))
             body = body[:pick(len(body), rnd.randint(0, len(body)))]
         elif ptype == hello:
             body = HELLO.pack(rnd.choice([2, 1, 15]), NODES, rnd.randint(0, 4), rnd.getrandbits(32))
