@@ -653,7 +653,10 @@ private:
             r.seq = in_.u64();
             r.reply = bus_addr();
             r.cpl = (how & 16) ? bus_addr() : in_.u16() & ~31u;
-            r.operand[0] = in_.u64();
+            // A READ's reply list: a count the card accepts, from wherever in RAM.
+            r.operand[0] = (how & 32) ? in_.u8() % (PEACH2_RP_MAX_PIECES + 2) : in_.u64();
+            if (how & 32)
+                peach2_core_reg_write(c, PEACH2_REG_RP_TX_LIST_LO, bus_addr(), 8);
             uint64_t words[sizeof(r) / 8];
             std::memcpy(words, &r, sizeof(r));
             for (unsigned i = 0; i < sizeof(r) / 8; ++i)
