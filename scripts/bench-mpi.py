@@ -185,12 +185,15 @@ def main():
     if rounds:
         print("\ngoals on %d rounds (each ratio from one round; median of the rounds):"
               % len(rounds))
+        met = []
         for mpi in ("openmpi", "mpich"):
             print(mpi + ":")
-            judge(rounds, "8 B latency / ib_send_lat", mpi + "_8B_us", "ib_send_lat_8B_us",
-                  1.3, True)
-            judge(rounds, "4 MiB stream / ib_write_bw", mpi + "_4MiB_MBps",
-                  "ib_write_bw_4MiB_MBps", 0.80, False)
+            met.append(judge(rounds, "8 B latency / ib_send_lat", mpi + "_8B_us",
+                             "ib_send_lat_8B_us", 1.3, True))
+            met.append(judge(rounds, "4 MiB stream / ib_write_bw", mpi + "_4MiB_MBps",
+                             "ib_write_bw_4MiB_MBps", 0.80, False))
+        # Reported, not asserted (as bench-verbs): figures of TCG guests swing.
+        print("goals met on the rounds: %d of %d" % (sum(met), len(met)))
         with open(os.path.join(os.path.dirname(csv_host), "mpi-rounds.csv"), "w",
                   encoding="utf-8") as f:
             f.write("round,what,value\n")

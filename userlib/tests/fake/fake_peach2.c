@@ -167,11 +167,12 @@ static int do_alloc(struct peach2_alloc *a)
 	/* The delay stands for the driver's wait for quarantined memory, which
 	 * PEACH2_ALLOC_NOWAIT refuses instead. */
 	const char *delay = getenv("TCA_FAKE_ALLOC_DELAY_MS");
-	if ((a->flags & PEACH2_ALLOC_NOWAIT) && delay && strtoul(delay, NULL, 0)) {
+	const unsigned long delay_ms = delay ? strtoul(delay, NULL, 0) : 0;
+	if ((a->flags & PEACH2_ALLOC_NOWAIT) && delay_ms) {
 		__atomic_add_fetch(&nowait_refusals, 1, __ATOMIC_RELAXED);
 		return -EDQUOT;
 	}
-	fake_env_delay("TCA_FAKE_ALLOC_DELAY_MS");
+	usleep((useconds_t)delay_ms * 1000);
 	struct fake_alloc *f;
 	int rc = fake_reserve(a->size, &f);
 	if (rc)
