@@ -721,27 +721,31 @@ static void peach2_rp_count(struct peach2_rp *rp, u32 status)
 }
 
 /*
- * A READ's reply pieces: none empty, each a multiple of 4 bytes (the DMA
- * rules say so too, but then the requester would be told DMA_ALIGN for a
- * list no requester driver builds), inside the requester's host memory,
- * and together the request's length.
+ * A READ's reply pieces: inside the requester's host memory and together
+ * the request's length; a list's pieces also not empty, a multiple of 4
+ * bytes (the DMA rules say so too, but a list no requester driver builds
+ * is a bad request, not an alignment error) and reserved 0, with `reply`
+ * 0. operand[1] is 0.
  */
 static bool peach2_rp_pieces_ok(struct peach2_dev *p2,
 				const struct peach2_rp_reply *rep)
 {
+	bool listed = rep->r.operand[0];
 	u64 total = 0, end;
 	u32 i;
 
 	for (i = 0; i < rep->npieces; i++) {
 		const struct peach2_rp_piece *pc = &rep->pieces[i];
 
-		if (!pc->len || check_add_overflow(pc->addr, (u64)pc->len, &end) ||
+		if (listed && (!pc->len || pc->len % 4 || pc->reserved))
+			return false;
+		if (check_add_overflow(pc->addr, (u64)pc->len, &end) ||
 		    end > p2->host_size)
 			return false;
 		total += pc->len;
 	}
 	return rep->npieces && total == rep->r.len && !rep->r.operand[1] &&
-	       (rep->npieces == 1 || (!rep->r.reply && !rep->pieces[0].reserved));
+	       (!listed || !rep->r.reply);
 }
 
 /*
