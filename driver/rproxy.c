@@ -74,7 +74,7 @@
 
 #include "peach2.h"
 
-/* Ring entries the serving thread takes per interrupt. */
+/* Requests (with their reply lists) the serving thread takes per interrupt. */
 #define PEACH2_RP_BUDGET	32u
 /*
  * Descriptors of one reply: the data, cut where the target's chunks (at
@@ -572,6 +572,12 @@ static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8],
 		return -ENODEV;
 	}
 	spin_lock(&rp->tx_lock);
+	if (n && !rp->tx_list) {
+		/* remove() has begun: its list memory is gone. */
+		spin_unlock(&rp->tx_lock);
+		up_read(&p2->lock);
+		return -ENODEV;
+	}
 	*seqp = max(rp->last_seq + 1, ktime_get_real_ns());
 	rp->last_seq = *seqp;
 	w[3] = *seqp;
@@ -722,10 +728,9 @@ static void peach2_rp_count(struct peach2_rp *rp, u32 status)
 
 /*
  * A READ's reply pieces: inside the requester's host memory and together
- * the request's length; a list's pieces also not empty, a multiple of 4
- * bytes (the DMA rules say so too, but a list no requester driver builds
- * is a bad request, not an alignment error) and reserved 0, with `reply`
- * 0. operand[1] is 0.
+ * the request's length; a list's pieces also not empty and reserved 0,
+ * with `reply` 0. operand[1] is 0. (A piece that breaks the DMA rules,
+ * a length not a multiple of 4 among them, is DMA_ALIGN: see the check.)
  */
 static bool peach2_rp_pieces_ok(struct peach2_dev *p2,
 				const struct peach2_rp_reply *rep)
@@ -737,7 +742,7 @@ static bool peach2_rp_pieces_ok(struct peach2_dev *p2,
 	for (i = 0; i < rep->npieces; i++) {
 		const struct peach2_rp_piece *pc = &rep->pieces[i];
 
-		if (listed && (!pc->len || pc->len % 4 || pc->reserved))
+		if (listed && (!pc->len || pc->reserved))
 			return false;
 		if (check_add_overflow(pc->addr, (u64)pc->len, &end) ||
 		    end > p2->host_size)
@@ -1326,7 +1331,8 @@ static u32 peach2_rp_collect(struct peach2_dev *p2, u32 avail, u32 max, u32 *nr)
 	while (taken < avail && *nr < max) {
 		rep = &rp->replies[*nr];
 		if (!peach2_rp_fetch(p2, peach2_rp_entry(rp, rp->head + taken), &rep->r)) {
-			taken++;
+			/* Its list, if any, is no request either. */
+			taken += min(peach2_rp_entries(&rep->r), avail - taken);
 			continue;
 		}
 		if (data && peach2_rp_is_atomic(&rep->r))
@@ -1497,7 +1503,8 @@ static void peach2_rp_drain(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_rp_reply rec = { .status = PEACH2_ERR_RP_OFF };
-	u32 tail, avail, n, done, entries;
+	u32 tail, avail, n, done, entries, answered = 0;
+	bool ok;
 
 	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
 	avail = tail - rp->head;
@@ -1505,21 +1512,22 @@ static void peach2_rp_drain(struct peach2_dev *p2)
 		return;
 	dma_rmb();
 	for (n = 0; n < avail; n += entries, rp->head += entries) {
-		entries = 1;
-		if (!peach2_rp_fetch(p2, peach2_rp_entry(rp, rp->head), &rec.r))
-			continue;
+		ok = peach2_rp_fetch(p2, peach2_rp_entry(rp, rp->head), &rec.r);
 		/* A READ's reply list is no request of its own. */
 		entries = min(peach2_rp_entries(&rec.r), avail - n);
+		if (!ok)
+			continue;
 		peach2_rp_link(rp, peach2_rp_build(p2, &rec, 0, 0));
 		if (peach2_rp_run(p2, 0, false, &done)) {
 			atomic64_inc(&rp->stats.reply_errors);
 			break;
 		}
 		peach2_rp_answered(rp, 1);
+		answered++;
 	}
-	if (n)
+	if (answered)
 		dev_info(&p2->pdev->dev, "read proxy: %u queued requests answered RP_OFF\n",
-			 n);
+			 answered);
 }
 
 /* ---- probe / remove ------------------------------------------------------ */
@@ -1547,6 +1555,7 @@ static void peach2_rp_free_mem(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct device *dev = &p2->pdev->dev;
+	void *list;
 	u32 i;
 
 	/* Replies a wedged channel left unanswered (bus mastering is off). */
@@ -1556,10 +1565,13 @@ static void peach2_rp_free_mem(struct peach2_dev *p2)
 	rp->replies = NULL;
 	kvfree(rp->reply_pieces);
 	rp->reply_pieces = NULL;
-	if (rp->tx_list)
-		dma_free_coherent(dev, PEACH2_RP_LIST_SIZE, rp->tx_list,
-				  rp->tx_list_dma);
+	/* An RP_SUBMIT may still run (dead is set later): it must see NULL. */
+	spin_lock(&rp->tx_lock);
+	list = rp->tx_list;
 	rp->tx_list = NULL;
+	spin_unlock(&rp->tx_lock);
+	if (list)
+		dma_free_coherent(dev, PEACH2_RP_LIST_SIZE, list, rp->tx_list_dma);
 	if (rp->descs)
 		dma_free_coherent(dev, rp->reply_mem_size, rp->descs,
 				  rp->descs_dma);

@@ -250,7 +250,9 @@ struct peach2_desc {
  * 6). With the ring disabled or without room for all of them (TAIL - HEAD +
  * entries > RING_SIZE), or when host memory refuses an entry,
  * the card answers by itself with a completion record of status RP_OFF /
- * RP_FULL / DMA_WRITE. A link partner's own packets (hops 0) must carry its
+ * RP_FULL / DMA_WRITE, and with RP_BAD_REQUEST when a READ's list is not
+ * the one its operand[0] announces. A ring of fewer than 17 entries never
+ * fits a READ of PEACH2_RP_MAX_PIECES pieces. A link partner's own packets (hops 0) must carry its
  * node id as src_node, else the stream is dropped (BAD_PACKET).
  * The driver consumes entries and writes HEAD; if entries remain after a
  * HEAD write, INT_STATUS.RP is set again, so the driver can stop after a
@@ -274,7 +276,7 @@ struct peach2_desc {
 #define PEACH2_REG_RP_TX_SENT    0x720 /* RO counters, 32-bit, saturating */
 #define PEACH2_REG_RP_RX_QUEUED  0x724
 #define PEACH2_REG_RP_RX_REFUSED 0x728 /* answered by the card (RP_FULL, RP_OFF,
-					* DMA_WRITE) */
+					* DMA_WRITE, RP_BAD_REQUEST) */
 #define PEACH2_REG_RP_RX_DROPPED 0x72c /* RP_BAD_PACKET: not answerable */
 #define PEACH2_REG_RP_TX_LIST_LO 0x730 /* RW: bus address of the reply list
 					* (struct peach2_rp_piece[n]) */
@@ -562,8 +564,9 @@ static inline int peach2_err_known(peach2_u32 code)
 enum peach2_pkt_type {
 	PEACH2_PKT_HELLO = 1, /* payload: struct peach2_hello */
 	PEACH2_PKT_WRITE = 2, /* payload: data for `addr` (global address) */
-	PEACH2_PKT_RPREQ = 3, /* payload: struct peach2_rp_req; `addr` is the
-			       * target's doorbell */
+	PEACH2_PKT_RPREQ = 3, /* payload: struct peach2_rp_req, then a READ's
+			       * reply list (struct peach2_rp_piece[operand[0]]);
+			       * `addr` is the target's doorbell */
 };
 
 struct peach2_pkt_hdr {
