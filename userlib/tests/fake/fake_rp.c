@@ -276,11 +276,7 @@ static int in_runs(uint32_t h, uint64_t off, uint64_t len, uint32_t max_runs)
 /* In one chunk of buffer @h: 0 or -errno. */
 static int in_chunk(uint32_t h, uint64_t off, uint64_t len)
 {
-	if (!h || h > nr_allocs)
-		return -ENOENT;
-	const struct fake_alloc *a = &allocs[h - 1];
-	const struct peach2_chunk *c = chunk_of(a->chunk, a->nr, off);
-	return c && off + len <= c->offset + c->len ? 0 : -EINVAL;
+	return in_runs(h, off, len, 1);
 }
 
 static int do_submit(struct peach2_rp_submit *s)
