@@ -71,16 +71,29 @@ struct Cq {
     std::vector<Qp*> qps;  // QPs that complete here (progressed by poll)
 };
 
+// A receive WR: only the first nsge SGEs are valid, so copying and
+// recycling touch no more (the array is 256 bytes; a ping-pong's receive
+// path copied it three times).
 struct RecvWr {
     std::uint64_t wr_id = 0;
     std::uint32_t nsge = 0;
     std::array<ibv_sge, kMaxSge> sge{};
 
-    RecvWr() = default;
     // A posted WR whose num_sge was checked against the queue's max_sge.
-    explicit RecvWr(const ibv_recv_wr& wr)
-        : wr_id(wr.wr_id), nsge(static_cast<std::uint32_t>(wr.num_sge)) {
+    void assign(const ibv_recv_wr& wr) {
+        wr_id = wr.wr_id;
+        nsge = static_cast<std::uint32_t>(wr.num_sge);
         std::copy(wr.sg_list, wr.sg_list + wr.num_sge, sge.begin());
+    }
+    void assign(const RecvWr& o) {
+        wr_id = o.wr_id;
+        nsge = o.nsge;
+        std::copy(o.sge.begin(), o.sge.begin() + o.nsge, sge.begin());
+    }
+    // Back to an empty WR when it leaves its queue (Fifo).
+    void recycle() {
+        wr_id = 0;
+        nsge = 0;
     }
 };
 

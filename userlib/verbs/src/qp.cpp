@@ -267,6 +267,7 @@ int Qp::connect(Connection& c) {
     tx_ = std::make_unique<TxRings>(peer_info_.ll_slots, peer_info_.hb_bytes);
     rx_ = std::make_unique<RxRings>(ll_slots_, hb_bytes_);
     ll_chains_.assign(peer_info_.ll_slots, tcaChain{});
+    ll_at_.assign(peer_info_.ll_slots, nullptr);
     log_debug("QP %#x (node %u) connected to QP %#x on node %u", qpn_, eng_.node_id(), c.dest_qpn,
               c.node);
     return 0;
@@ -285,6 +286,7 @@ void Qp::reset() {
         if (c.id)
             tcaChainDestroy(c);
     ll_chains_.clear();
+    ll_at_.clear();
     while (!dma_.empty()) {
         tcaDmaWait(&dma_.front(), 0);
         dma_.pop_front();
@@ -393,7 +395,7 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, bool* progress_due) {
             *bad = wr;
             return err;
         }
-        rq_.push_back(RecvWr(*wr));
+        rq_.push_back().assign(*wr);
     }
     // A receive WR completes nothing by itself: progress only for a packet that
     // may have been waiting for it (poll_cq and the progress thread do the rest).

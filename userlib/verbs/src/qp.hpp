@@ -76,15 +76,16 @@ struct QpInfo {
 constexpr std::uint32_t kQpMagic = 0x50515650;  // "PVQP"
 static_assert(sizeof(QpInfo) <= TCA_NAME_INFO);
 
-// One send WR from post to completion.
-struct SendOp {
+// One send WR from post to completion: its state (SendState, reset as a
+// whole when the WR leaves the send queue), its SGEs (only the first nsge
+// are valid, so recycling leaves the array as it is) and its buffers
+// (emptied, their capacity kept).
+struct SendState {
     std::uint64_t wr_id = 0;
     ibv_wr_opcode opcode = IBV_WR_SEND;
     unsigned flags = 0;
     std::uint32_t imm = 0;
     std::uint32_t nsge = 0;
-    std::array<ibv_sge, kMaxSge> sge{};
-    std::vector<unsigned char> inline_data;  // IBV_SEND_INLINE: copied at post
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;
     std::uint64_t compare_add = 0, swap = 0;
@@ -97,21 +98,23 @@ struct SendOp {
     std::uint64_t sent = 0;        // bytes of a fragmented send out so far
     std::uint32_t wait_seq = 0;    // done once the peer acked this packet (0: none)
     std::uint64_t wait_dma = 0;    // done once this many DMA runs of the QP ended
-    std::vector<tcaRequest> rp;    // read proxy requests (read, atomic)
     Bounce bounce;                 // reads/writes the DMA rules do not allow directly
     std::uint64_t bounce_off = 0;  // where the data sits in the bounce buffer
     bool counts_rd = false;        // holds one of max_rd_atomic
+};
 
-    // Back to a new SendOp when it leaves the send queue (Fifo), keeping the
-    // capacity of its vectors: the next WR of its slot allocates nothing.
+struct SendOp : SendState {
+    std::array<ibv_sge, kMaxSge> sge{};
+    std::vector<unsigned char> inline_data;  // IBV_SEND_INLINE: copied at post
+    std::vector<tcaRequest> rp;              // read proxy requests (read, atomic)
+
+    // Back to a new SendOp when it leaves the send queue (Fifo). The next WR
+    // of its slot allocates nothing, and under TCG rebuilding the whole op
+    // (a zeroed 256-byte SGE array copied in) was a tenth of a Send's path.
     void recycle() {
-        auto keep_inline = std::move(inline_data);
-        auto keep_rp = std::move(rp);
-        *this = SendOp{};
-        keep_inline.clear();
-        keep_rp.clear();
-        inline_data = std::move(keep_inline);
-        rp = std::move(keep_rp);
+        static_cast<SendState&>(*this) = SendState{};
+        inline_data.clear();
+        rp.clear();
     }
 };
 
@@ -184,7 +187,10 @@ private:
     void flush();
 
     // qp_tx.cpp: the send side
-    void advance_sq(std::uint64_t now);
+    // Starts what the send queue can start now, in posting order: true when
+    // nothing waits (all started, or the QP failed), false when an operation
+    // is blocked (room, credit, an idle DMA queue) or still sending.
+    bool advance_sq(std::uint64_t now);
     enum class Start { Done, Blocked, Failed };
     Start start(SendOp& op, std::uint64_t now);
     Start start_send(SendOp& op);
@@ -253,6 +259,12 @@ private:
     QpInfo peer_info_{};
     TcaBuffer stage_;
     std::vector<tcaChain> ll_chains_;  // slot i of staging -> slot i of the peer
+    // Slot i of the peer's low-latency ring in our window, when the slot is
+    // one physically contiguous piece (RemoteRange::direct: the latency
+    // path stores there without a walk), else kLlWalk; nullptr: not known yet.
+    std::vector<volatile unsigned char*> ll_at_;
+    static inline volatile unsigned char* const kLlWalk =
+        reinterpret_cast<volatile unsigned char*>(~std::uintptr_t{0});
     std::unique_ptr<TxRings> tx_;
     std::unique_ptr<RxRings> rx_;
     bool peer_lost_ = false;
@@ -299,6 +311,8 @@ private:
     std::uint64_t ack_due_ns_ = 0;  // an explicit ack is owed from then on
     std::uint64_t hb_owed_ = 0;     // HB bytes consumed since the last ack
     static constexpr std::uint64_t kAckDelayNs = 100000;
+    // ibv_post_send runs a whole progress pass at least this often.
+    static constexpr std::uint64_t kPostPassNs = 100000;
     std::uint16_t nak_count_ = 0;
     std::uint32_t rnr_waiting_ = 0;  // seq we NAKed (RNR); 0: none
     std::uint32_t retry_seen_ = 0;   // the sender's last retry attempt seen

@@ -194,7 +194,7 @@ bool Qp::take_packet(const unsigned char* pkt, const wire::Header& h, std::uint6
             return false;
         }
         rnr_waiting_ = 0;
-        cur_ = *wr;
+        cur_.assign(*wr);
         pop_recv();
         cur_valid_ = true;
         cur_len_ = 0;

@@ -151,27 +151,39 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
             op.rkey = wr->wr.rdma.rkey;
         }
     }
-    if (state() == IBV_QPS_ERR)
+    if (state() == IBV_QPS_ERR) {
         flush();  // posted in ERR: flushed at once
-    else
-        progress(now);
+    } else {
+        // What was posted goes out, and what is complete now (a PIO Write)
+        // completes. A whole pass (feedback, receives, timers, acks) only
+        // when something still waits to start (credit may have come back)
+        // or none ran for kPostPassNs (a program that posts and seldom
+        // polls); otherwise the next poll_cq makes it, and the peer is not
+        // kept waiting for work this verb need not do.
+        const bool started = advance_sq(now);
+        if ((started || state() == IBV_QPS_ERR) && now - progressed_ns_ < kPostPassNs)
+            complete_sq();
+        else
+            progress(now);
+    }
     return 0;
 }
 
 // ---- moving operations along ---------------------------------------------------------
 
-void Qp::advance_sq(std::uint64_t now) {
+bool Qp::advance_sq(std::uint64_t now) {
     for (SendOp& op : sq_) {
         if (op.stage == SendOp::Stage::Done || op.stage == SendOp::Stage::Waiting)
             continue;
         const Start r = start(op, now);
         if (r == Start::Failed) {
             fail(op, op.status);
-            return;
+            return true;
         }
         if (r == Start::Blocked || op.stage == SendOp::Stage::Sending)
-            return;  // later operations wait for this one (posting order)
+            return false;  // later operations wait for this one (posting order)
     }
+    return true;
 }
 
 Qp::Start Qp::start(SendOp& op, std::uint64_t now) {
@@ -292,8 +304,21 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
 
     if (loopback_ || (!eng_.tune().ll_dma && dma_idle())) {
         const std::size_t body = (sizeof h + len + 7) & ~std::size_t{7};
-        if (peer_.put(off, s, body) || peer_.put(off + wire::kLlPairOff, &pair, sizeof pair))
+        volatile unsigned char*& at = ll_at_[slot];
+        if (!at) {
+            at = peer_.direct(off, wire::kLlSlot);
+            if (!at)
+                at = kLlWalk;
+        }
+        if (at != kLlWalk) {
+            // The latency path: the payload, then the pair, straight into
+            // the slot's place in the window.
+            pio_store(at, s, body);
+            pio_store(at + wire::kLlPairOff, &pair, sizeof pair);
+        } else if (peer_.put(off, s, body) ||
+                   peer_.put(off + wire::kLlPairOff, &pair, sizeof pair)) {
             return false;
+        }
     } else {
         std::vector<RemoteRange::Piece> pieces;
         if (peer_.pieces(off, wire::kLlSlot, &pieces) || pieces.size() != 1)

@@ -5,7 +5,10 @@
 #include <ctime>
 
 // libtca's pure handle helpers (its objects are linked into this library).
+#include "../../src/context.hpp"
 #include "../../src/handle.hpp"
+#include "../../src/library.hpp"
+#include "../../src/pio.hpp"
 #include "../../src/range.hpp"
 #include "log.hpp"
 
@@ -34,6 +37,11 @@ std::uint64_t global_at(const tcaHandle& h, std::uint64_t hoff) noexcept {
     std::uint64_t ga = 0;
     tca::handle_address(h, hoff, &ga);
     return ga;
+}
+
+void pio_store(volatile unsigned char* at, const void* src, std::uint64_t len) noexcept {
+    tca::pio_copy(at, src, len);
+    tca::store_fence();
 }
 
 void RemoteRange::set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept {
@@ -113,6 +121,23 @@ int RemoteRange::put(std::uint64_t off, const void* src, std::uint64_t len) {
         if (int rc = put_at(*x.h, x.hoff, static_cast<const unsigned char*>(src) + x.pos, x.len))
             return rc;
     return 0;
+}
+
+volatile unsigned char* RemoteRange::direct(std::uint64_t off, std::uint64_t len) {
+    std::vector<Piece> p;
+    if (len == 0 || pieces(off, len, &p) || p.size() != 1)
+        return nullptr;
+    std::uint64_t ga = 0;
+    unsigned n = 0;
+    tca::for_each_piece(*p[0].h, p[0].hoff, len,
+                        [&](std::uint64_t a, std::uint64_t, std::uint64_t) {
+                            ga = a;
+                            ++n;
+                        });
+    tca::Context* c = nullptr;
+    if (n != 1 || tca::context_fast(&c) || !tca::range_fits(ga, len, c->window_size()))
+        return nullptr;
+    return c->window() + ga;
 }
 
 int RemoteRange::pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>* out) {

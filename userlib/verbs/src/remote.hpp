@@ -39,6 +39,11 @@ public:
     // PIO of [off, off + len) from src (see put_at): 0, TCA_ERANGE, or a
     // lookup error. Nothing is stored unless the whole range is known.
     int put(std::uint64_t off, const void* src, std::uint64_t len);
+    // Where [off, off + len) is in this process's window, if the range is
+    // one physically contiguous piece inside it (checked here, once), else
+    // nullptr. Stores there (pio_store) need no chunk walk and no check;
+    // the window stays mapped while the Verbs device is open.
+    volatile unsigned char* direct(std::uint64_t off, std::uint64_t len);
 
     // Is a renewal due (half the lease gone) / the lease over?
     bool renewal_due(std::uint64_t now_ns) const noexcept { return now_ns >= renew_ns_; }
@@ -84,6 +89,9 @@ private:
 int put_at(const tcaHandle& h, std::uint64_t hoff, const void* src, std::uint64_t len) noexcept;
 // The global address of byte `hoff` of *h (0 if hoff is past its end).
 std::uint64_t global_at(const tcaHandle& h, std::uint64_t hoff) noexcept;
+// PIO of `len` bytes from src to a place RemoteRange::direct() gave: the
+// stores tcaPutRaw makes, then its store fence.
+void pio_store(volatile unsigned char* at, const void* src, std::uint64_t len) noexcept;
 
 std::uint64_t now_ns() noexcept;
 

@@ -118,7 +118,7 @@ int post_srq_recv(ibv_srq* abi, ibv_recv_wr* wr, ibv_recv_wr** bad) {
             *bad = wr;
             return err;
         }
-        srq->wrs.push_back(RecvWr(*wr));
+        srq->wrs.push_back().assign(*wr);
     }
     for (Qp* qp : e.qps)
         if (qp->srq() == srq)
