@@ -61,6 +61,10 @@ TEST(Fifo, RecycledSendOpKeepsItsInlineBufferButNotItsData) {
     op.inline_data.assign(100, 0xab);
     const unsigned char* buf = op.inline_data.data();
     op.bounce.own = std::make_unique<TcaBuffer>();
+    op.nsge = 3;
+    op.stage = SendOp::Stage::Done;
+    op.signaled = true;
+    op.wait_seq = 7;
     sq.pop_front();
     for (int k = 1; k < 8; ++k) {  // once round the 8 slots of a first growth
         sq.push_back();
@@ -68,9 +72,45 @@ TEST(Fifo, RecycledSendOpKeepsItsInlineBufferButNotItsData) {
     }
     SendOp& again = sq.push_back();  // slot 0 again
     EXPECT_EQ(0u, again.wr_id);
+    EXPECT_EQ(0u, again.nsge);  // the SGE array is left as it was: none of it is valid
+    EXPECT_EQ(SendOp::Stage::New, again.stage);
+    EXPECT_FALSE(again.signaled);
+    EXPECT_EQ(0u, again.wait_seq);
     EXPECT_TRUE(again.inline_data.empty());
     EXPECT_GE(again.inline_data.capacity(), 100u);
     EXPECT_EQ(nullptr, again.bounce.own);
     again.inline_data.resize(100);
     EXPECT_EQ(buf, again.inline_data.data());  // no new allocation
+}
+
+// A receive WR is copied and recycled by its valid SGEs only: what it
+// carries must be exactly what was posted, and a recycled slot is empty.
+TEST(Fifo, RecvWrCarriesItsValidSgesAndComesBackEmpty) {
+    ibv_sge sges[3] = {{0x1000, 10, 1}, {0x2000, 20, 2}, {0x3000, 30, 3}};
+    ibv_recv_wr wr{};
+    wr.wr_id = 99;
+    wr.sg_list = sges;
+    wr.num_sge = 3;
+    Fifo<RecvWr> rq;
+    rq.push_back().assign(wr);
+    RecvWr cur;
+    cur.assign(rq.front());
+    EXPECT_EQ(99u, cur.wr_id);
+    ASSERT_EQ(3u, cur.nsge);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(sges[i].addr, cur.sge[i].addr);
+        EXPECT_EQ(sges[i].length, cur.sge[i].length);
+        EXPECT_EQ(sges[i].lkey, cur.sge[i].lkey);
+    }
+    rq.pop_front();
+    for (int k = 1; k < 8; ++k) {  // round the 8 slots of a first growth
+        rq.push_back();
+        rq.pop_front();
+    }
+    const RecvWr& again = rq.push_back();  // slot 0 again
+    EXPECT_EQ(0u, again.wr_id);
+    EXPECT_EQ(0u, again.nsge);
+    wr.num_sge = 1;  // a shorter WR in a slot that held a longer one
+    cur.assign(wr);
+    EXPECT_EQ(1u, cur.nsge);
 }
