@@ -17,7 +17,11 @@ that prints inf, perftest's clock check on a loaded host, is run again), and ib_
 ib_send_bw, ib_read_bw at 64 KiB and ib_send_bw at 1 MiB. The two bandwidth goals (1 MiB)
 run in interleaved rounds (--bw-rounds) of the raw DMA put stream (tca_bench get's quick
 anchor), ib_write_bw and ib_read_bw: the table shows the medians, the goal lines each
-round's ratio and their median. With --rp-chain-max 1,32 every round runs ib_read_bw once
+round's ratio and their median. Each round also runs ib_write_bw with perftest's
+--use_hugepages (2 MiB pages reserved in both guests): its buffers are a few physically
+contiguous runs, like the raw put's tcaMalloc memory, where malloc'ed pages are one DMA
+descriptor each, so the two Write figures separate the library's cost from the guest's
+page layout. With --rp-chain-max 1,32 every round runs ib_read_bw once
 per value of node 1's driver parameter rp_chain_max (1: one read-proxy request per chain
 run, as before batching), so the two are compared on the same machine state. For each
 Read figure: the read-proxy requests and chain runs per Read that node 1 served. Writes
@@ -173,7 +177,26 @@ def read_bw(c, n, size, port):
     return bw_row(out, size), {k: after[k] - before.get(k, 0) for k in after}
 
 
-def bw_rounds(c, rounds, n, chain_values, port):
+HUGE_PAGES = 24  # 2 MiB pages per guest for ib_write_bw --use_hugepages (1 MiB messages)
+
+
+def reserve_huge_pages(c, count):
+    """Reserve `count` 2 MiB pages in both guests (0 gives them back): True if both have
+    them (a guest whose memory is too scattered gets fewer; the row is then left out)."""
+    got = []
+    for i in range(2):
+        rc, out = c.run(i, "echo %d > /proc/sys/vm/nr_hugepages; cat /proc/sys/vm/nr_hugepages"
+                        % count)
+        got.append(int(out.split()[-1]) if rc == 0 and out.split() else -1)
+    if count and got != [count, count]:
+        print("bench-verbs: huge pages reserved %s of %d: no ib_write_bw --use_hugepages row"
+              % (got, count))
+        reserve_huge_pages(c, 0)
+        return False
+    return True
+
+
+def bw_rounds(c, rounds, n, chain_values, port, huge=False):
     """The 1 MiB bandwidth goals in interleaved rounds, each: the raw DMA put stream
     (tca_bench get's quick anchor), ib_write_bw, then ib_read_bw once per rp_chain_max
     value of node 1 (None: as it is). Returns the rounds as dicts and the last port."""
@@ -184,6 +207,10 @@ def bw_rounds(c, rounds, n, chain_values, port):
         res = {"dma": raw["dma_put_1m"], "load": [load()],
                "write": bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576" % n, port), 1048576),
                "read": {}}
+        if huge:
+            port += 1
+            res["write_huge"] = bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576 "
+                                                "--use_hugepages" % n, port), 1048576)
         # Alternate the order of the values, so that neither always runs first.
         for v in chain_values if r % 2 == 0 else chain_values[::-1]:
             if v is not None:
@@ -192,9 +219,12 @@ def bw_rounds(c, rounds, n, chain_values, port):
             res["read"][v] = read_bw(c, n, 1048576, port)
         res["load"].append(load())
         out.append(res)
-        print("bw round %d (load %.1f -> %.1f): DMA put %.0f MB/s, ib_write_bw %.0f (%.2f), "
+        print("bw round %d (load %.1f -> %.1f): DMA put %.0f MB/s, ib_write_bw %.0f (%.2f)%s, "
               "ib_read_bw %s" % (r + 1, res["load"][0], res["load"][1], res["dma"], res["write"],
                                  res["write"] / res["dma"],
+                                 " / from huge pages %.0f (%.2f)" % (
+                                     res["write_huge"], res["write_huge"] / res["dma"])
+                                 if huge else "",
                                  ", ".join("%s%.0f (%.2f; %.1f requests, %.1f runs per Read)"
                                            % ("" if v is None else "chain_max %d: " % v, mbs,
                                               mbs / res["dma"], d.get("served_read", 0) / n,
@@ -267,11 +297,14 @@ def main():
                     mbs = bw_row(perftest(c, prog, "-n %d -s %d" % (bw_n, size), port), size)
                 rows.append((prog, size, None, None, mbs))
             loaded_chain_max = chain_max(c, 1) if chain_values != [None] else None
+            huge = reserve_huge_pages(c, HUGE_PAGES)
             try:
-                rounds_bw, port = bw_rounds(c, nbw, bw_n, chain_values, port)
+                rounds_bw, port = bw_rounds(c, nbw, bw_n, chain_values, port, huge)
             finally:
                 if loaded_chain_max is not None:
                     chain_max(c, 1, loaded_chain_max)
+                if huge:
+                    reserve_huge_pages(c, 0)
             counters = c.run(1, "cat /sys/class/peach2/peach2-0/verbs")[1]
             ok &= kernels_clean(c, range(2))
     except (ClusterError, RuntimeError, KeyError) as e:
@@ -286,6 +319,9 @@ def main():
     read_1m = {v: median([r["read"][v][0] for r in rounds_bw]) for v in chain_values}
     rows += [("ib_write_bw", 1048576, None, None, write_1m),
              ("ib_read_bw", 1048576, None, None, read_1m[goal_chain])]
+    if "write_huge" in rounds_bw[0]:
+        rows.append(("ib_write_bw huge", 1048576, None, None,
+                     median([r["write_huge"] for r in rounds_bw])))
     for v in chain_values:
         delta = {k: sum(r["read"][v][1].get(k, 0) for r in rounds_bw)
                  for k in rounds_bw[0]["read"][v][1]}
@@ -322,6 +358,13 @@ def main():
     print("verbs: RDMA Write / DMA put bandwidth at 1 MiB, per round: %s; median %.2f "
           "(medians %.0f / %.0f MB/s; goal >= 0.90)"
           % (" ".join("%.2f" % x for x in write_ratios), median(write_ratios), write_1m, dma_1m))
+    if "write_huge" in rounds_bw[0]:
+        huge_ratios = [r["write_huge"] / r["dma"] for r in rounds_bw]
+        print("verbs: RDMA Write from huge pages (perftest --use_hugepages) / DMA put at 1 MiB, "
+              "per round: %s; median %.2f (median %.0f MB/s: the same library with few DMA "
+              "descriptors per Write)"
+              % (" ".join("%.2f" % x for x in huge_ratios), median(huge_ratios),
+                 median([r["write_huge"] for r in rounds_bw])))
     for v in chain_values:
         read_ratios = [r["read"][v][0] / r["dma"] for r in rounds_bw]
         print("verbs: RDMA Read / DMA put bandwidth at 1 MiB%s, per round: %s; median %.2f "
