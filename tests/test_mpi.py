@@ -226,8 +226,11 @@ def test_ranks_exit_without_finalize(cluster2, mpi):
         print("\n%s %s: rc %d in %.1f s\n%s" % (prog, mode, rc, time.monotonic() - t0, out))
         assert not CRASH_RE.search(out), out
         assert rc == 7, "%s %s: rc %d, want the ranks' 7:\n%s" % (prog, mode, rc, out)
+        # Every rank that exits says so (rank 0 alone with -1). Count the line's end, not
+        # whole lines: Hydra has been seen to interleave the two ranks' lines in pieces
+        # ("mpi_exit: rank 0mpi_exit: rank  on node0 1exits 7 ..."); rc says it was 7.
         said = "right after MPI_Init" if mode == "-e" else "with its connections open"
-        assert "exits 7 " + said in out, out
+        assert out.count(said) == (1 if mode == "-1" else 2), out
         if mode == "-1":
             assert "rank 0 on node0 exits 7" in out and "rank 1 on" not in out, out
         wait_until(lambda: all(c.run(i, "pidof %s" % prog)[0] != 0 for i in range(2)),
