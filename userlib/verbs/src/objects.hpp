@@ -69,6 +69,11 @@ struct Cq {
     std::uint32_t events_reported = 0;  // given out by ibv_get_cq_event
     Channel* channel = nullptr;
     std::vector<Qp*> qps;  // QPs that complete here (progressed by poll)
+    // Polls answered from `entries` alone since the last pass over `qps`: after
+    // kMaxPollsWithoutPass of them a poll runs the pass anyway, so that a
+    // program slowly draining a backlog still acknowledges its peers.
+    std::uint32_t polls_without_pass = 0;
+    static constexpr std::uint32_t kMaxPollsWithoutPass = 64;
 };
 
 // A receive WR: only the first nsge SGEs are valid, so copying and

@@ -305,17 +305,14 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
     if (loopback_ || (!eng_.tune().ll_dma && dma_idle())) {
         const std::size_t body = (sizeof h + len + 7) & ~std::size_t{7};
         volatile unsigned char*& at = ll_at_[slot];
-        if (!at) {
-            at = peer_.direct(off, wire::kLlSlot);
-            if (!at)
-                at = kLlWalk;
-        }
-        if (at != kLlWalk) {
+        if (!at && peer_.direct(off, wire::kLlSlot, &at) == 0 && !at)
+            at = kLlWalk;  // not one piece: the walk, for good
+        if (at && at != kLlWalk) {
             // The latency path: the payload, then the pair, straight into
             // the slot's place in the window.
             pio_store(at, s, body);
             pio_store(at + wire::kLlPairOff, &pair, sizeof pair);
-        } else if (peer_.put(off, s, body) ||
+        } else if (peer_.put(off, s, body) ||  // the walk (or a failed lookup: again)
                    peer_.put(off + wire::kLlPairOff, &pair, sizeof pair)) {
             return false;
         }

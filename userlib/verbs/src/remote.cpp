@@ -123,10 +123,13 @@ int RemoteRange::put(std::uint64_t off, const void* src, std::uint64_t len) {
     return 0;
 }
 
-volatile unsigned char* RemoteRange::direct(std::uint64_t off, std::uint64_t len) {
+int RemoteRange::direct(std::uint64_t off, std::uint64_t len, volatile unsigned char** at) {
+    *at = nullptr;
     std::vector<Piece> p;
-    if (len == 0 || pieces(off, len, &p) || p.size() != 1)
-        return nullptr;
+    if (int rc = pieces(off, len, &p))
+        return rc;
+    if (len == 0 || p.size() != 1)
+        return 0;
     std::uint64_t ga = 0;
     unsigned n = 0;
     tca::for_each_piece(*p[0].h, p[0].hoff, len,
@@ -135,9 +138,11 @@ volatile unsigned char* RemoteRange::direct(std::uint64_t off, std::uint64_t len
                             ++n;
                         });
     tca::Context* c = nullptr;
-    if (n != 1 || tca::context_fast(&c) || !tca::range_fits(ga, len, c->window_size()))
-        return nullptr;
-    return c->window() + ga;
+    if (int rc = tca::context_fast(&c))
+        return rc;
+    if (n == 1 && tca::range_fits(ga, len, c->window_size()))
+        *at = c->window() + ga;
+    return 0;
 }
 
 int RemoteRange::pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>* out) {

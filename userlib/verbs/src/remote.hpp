@@ -40,10 +40,12 @@ public:
     // lookup error. Nothing is stored unless the whole range is known.
     int put(std::uint64_t off, const void* src, std::uint64_t len);
     // Where [off, off + len) is in this process's window, if the range is
-    // one physically contiguous piece inside it (checked here, once), else
-    // nullptr. Stores there (pio_store) need no chunk walk and no check;
-    // the window stays mapped while the Verbs device is open.
-    volatile unsigned char* direct(std::uint64_t off, std::uint64_t len);
+    // one physically contiguous piece inside it (checked here, once): 0 and
+    // *at set, or nullptr when it is not one piece; a lookup error (the
+    // range's later segments are looked up on first use) is returned and
+    // says nothing about the range. Stores there (pio_store) need no chunk
+    // walk and no check; the window stays mapped while the device is open.
+    int direct(std::uint64_t off, std::uint64_t len, volatile unsigned char** at);
 
     // Is a renewal due (half the lease gone) / the lease over?
     bool renewal_due(std::uint64_t now_ns) const noexcept { return now_ns >= renew_ns_; }

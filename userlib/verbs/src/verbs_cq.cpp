@@ -162,11 +162,14 @@ int poll_cq(ibv_cq* abi, int num, ibv_wc* wc) {
     // Completions already here are returned as they are, as an HCA's CQ
     // would: progress runs when the program wants more than the CQ holds.
     // (A ping-pong's Send completion brings its receive's with it; the
-    // poll for that one then costs no pass over the QPs.) Entries come
-    // only from progress, so a program that keeps polling drains them and
-    // progress runs again.
-    if (num <= 0 || cq->entries.size() < static_cast<std::size_t>(num))
+    // poll for that one then costs no pass over the QPs.) A program that
+    // drains a long backlog one entry at a time still gets a pass every
+    // kMaxPollsWithoutPass polls: its peers wait for its acknowledgements.
+    if (num <= 0 || cq->entries.size() < static_cast<std::size_t>(num) ||
+        ++cq->polls_without_pass >= Cq::kMaxPollsWithoutPass) {
+        cq->polls_without_pass = 0;
         e.progress_cq(cq, e.touch());
+    }
     int n = 0;
     while (n < num && !cq->entries.empty()) {
         wc[n++] = cq->entries.front();
