@@ -280,6 +280,7 @@ void Qp::reset() {
             if (r.id)
                 tcaCancel(&r);
     sq_.clear();
+    sq_waits_ = false;
     rq_.clear();
     cur_valid_ = false;
     for (tcaChain& c : ll_chains_)

@@ -268,6 +268,10 @@ private:
     std::unique_ptr<TxRings> tx_;
     std::unique_ptr<RxRings> rx_;
     bool peer_lost_ = false;
+    // advance_sq's last answer: an operation waits to start (room, credit,
+    // an idle DMA queue). Only a hint for post_send, which then goes straight
+    // to a whole pass instead of trying it first with stale feedback.
+    bool sq_waits_ = false;
     // The peer is on this node: the driver does not DMA between two
     // processes of one node, so everything goes by PIO (through the card's
     // loopback, filtered like any remote write).

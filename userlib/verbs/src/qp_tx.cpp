@@ -160,7 +160,9 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
         // or none ran for kPostPassNs (a program that posts and seldom
         // polls); otherwise the next poll_cq makes it, and the peer is not
         // kept waiting for work this verb need not do.
-        const bool started = advance_sq(now);
+        // (An operation that already waited to start is not tried again
+        // here with the credit it lacked: the pass reads feedback first.)
+        const bool started = !sq_waits_ && advance_sq(now);
         if ((started || state() == IBV_QPS_ERR) && now - progressed_ns_ < kPostPassNs)
             complete_sq();
         else
@@ -178,11 +180,14 @@ bool Qp::advance_sq(std::uint64_t now) {
         const Start r = start(op, now);
         if (r == Start::Failed) {
             fail(op, op.status);
-            return true;
+            break;
         }
-        if (r == Start::Blocked || op.stage == SendOp::Stage::Sending)
-            return false;  // later operations wait for this one (posting order)
+        if (r == Start::Blocked || op.stage == SendOp::Stage::Sending) {
+            sq_waits_ = true;  // later operations wait for this one (posting order)
+            return false;
+        }
     }
+    sq_waits_ = false;
     return true;
 }
 
