@@ -317,11 +317,12 @@ def main():
     dma_1m = median([r["dma"] for r in rounds_bw])
     write_1m = median([r["write"] for r in rounds_bw])
     read_1m = {v: median([r["read"][v][0] for r in rounds_bw]) for v in chain_values}
+    huge_1m = (median([r["write_huge"] for r in rounds_bw]) if "write_huge" in rounds_bw[0]
+               else None)
     rows += [("ib_write_bw", 1048576, None, None, write_1m),
              ("ib_read_bw", 1048576, None, None, read_1m[goal_chain])]
-    if "write_huge" in rounds_bw[0]:
-        rows.append(("ib_write_bw huge", 1048576, None, None,
-                     median([r["write_huge"] for r in rounds_bw])))
+    if huge_1m is not None:
+        rows.append(("ib_write_bw huge", 1048576, None, None, huge_1m))
     for v in chain_values:
         delta = {k: sum(r["read"][v][1].get(k, 0) for r in rounds_bw)
                  for k in rounds_bw[0]["read"][v][1]}
@@ -358,13 +359,12 @@ def main():
     print("verbs: RDMA Write / DMA put bandwidth at 1 MiB, per round: %s; median %.2f "
           "(medians %.0f / %.0f MB/s; goal >= 0.90)"
           % (" ".join("%.2f" % x for x in write_ratios), median(write_ratios), write_1m, dma_1m))
-    if "write_huge" in rounds_bw[0]:
+    if huge_1m is not None:
         huge_ratios = [r["write_huge"] / r["dma"] for r in rounds_bw]
         print("verbs: RDMA Write from huge pages (perftest --use_hugepages) / DMA put at 1 MiB, "
               "per round: %s; median %.2f (median %.0f MB/s: the same library with few DMA "
               "descriptors per Write)"
-              % (" ".join("%.2f" % x for x in huge_ratios), median(huge_ratios),
-                 median([r["write_huge"] for r in rounds_bw])))
+              % (" ".join("%.2f" % x for x in huge_ratios), median(huge_ratios), huge_1m))
     for v in chain_values:
         read_ratios = [r["read"][v][0] / r["dma"] for r in rounds_bw]
         print("verbs: RDMA Read / DMA put bandwidth at 1 MiB%s, per round: %s; median %.2f "
