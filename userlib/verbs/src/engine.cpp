@@ -237,13 +237,7 @@ void Engine::progress_qp(Qp* qp) { qp->progress(now()); }
 
 void Engine::progress_cq(Cq* cq, std::uint64_t now) {
     for (Qp* qp : cq->qps)
-        qp->progress(now);
-}
-
-void Engine::progress_all() {
-    const std::uint64_t t = now();
-    for (Qp* qp : qps)
-        qp->progress(t);
+        qp->poll(now);
 }
 
 void Engine::flush_acks() {
@@ -339,7 +333,7 @@ void Engine::thread_main() {
         // For armed CQs: the QPs the program has not moved along lately.
         for (Qp* qp : qps)
             if (!active || t - qp->progressed_ns() >= armed_ns)
-                qp->progress(t);
+                qp->poll(t);
     }
 }
 

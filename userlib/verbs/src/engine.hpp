@@ -93,7 +93,6 @@ public:
     // `now`: the clock as the verb read it (touch()).
     void progress_cq(Cq* cq, std::uint64_t now);
     void progress_qp(Qp* qp);
-    void progress_all();
     // The program is active: the progress thread stays out of its way.
     // Returns the time it read, for the rest of the verb: one clock read
     // per call (under TCG each is a vDSO call and an emulated rdtsc).

@@ -308,6 +308,7 @@ void Qp::reset() {
     bounce_free_ = (1u << kBounceSlots) - 1;
     acked_sent_ = 0;
     nak_seen_ = nak_count_ = 0;
+    ack_word_seen_ = 0;
     rnr_seq_ = rnr_attempt_ = rnr_waiting_ = retry_seen_ = 0;
     ud_consumed_ = 0;
     ud_stuck_ns_ = 0;
@@ -409,6 +410,16 @@ int Qp::post_recv(ibv_recv_wr* wr, ibv_recv_wr** bad, bool* progress_due) {
 
 // ---- progress ------------------------------------------------------------------------------
 
+void Qp::poll(std::uint64_t now) {
+    if (!quiet(now)) {
+        progress(now);
+        return;
+    }
+    progressed_ns_ = now;
+    if (tx_ && (tx_->all_acked() || attr_.timeout == 0))
+        progress_ns_ = now;  // as check_timers: no silence to time
+}
+
 void Qp::progress(std::uint64_t now) {
     progressed_ns_ = now;
     const ibv_qp_state s = state();
@@ -436,6 +447,31 @@ void Qp::progress(std::uint64_t now) {
     if (state() != IBV_QPS_ERR)
         complete_sq();
     send_ack(false);
+}
+
+bool Qp::quiet(std::uint64_t now) const noexcept {
+    // Local state first (no memory the peer writes): anything in motion,
+    // and the timers of check_timers and send_ack.
+    if (state() != IBV_QPS_RTS || sq_waits_ || !dma_.empty())
+        return false;
+    if (abi_.qp_base.qp_type == IBV_QPT_UD) {
+        // No datagram reserved in our ring since the last pass (as poll_ud).
+        const std::uint64_t w = load_ctrl(wire::kUdTailOff);
+        return static_cast<std::uint32_t>(w) == static_cast<std::uint32_t>(w >> 32);
+    }
+    if (!tx_ || peer_lost_ || rd_inflight_ || rnr_seq_ || rnr_waiting_ || cur_valid_)
+        return false;
+    if (ack_due_ns_ && now >= ack_due_ns_)
+        return false;
+    if (!tx_->all_acked() && attr_.timeout && now - progress_ns_ >= retry_after_ns())
+        return false;
+    // Then what the peer writes into our area: acknowledgement, NAK, packets.
+    if (load_ctrl(wire::kAckOff) != ack_word_seen_)
+        return false;
+    wire::Nak nak;
+    const std::uint64_t raw = load_ctrl(wire::kNakOff);
+    std::memcpy(&nak, &raw, sizeof nak);
+    return nak.count == nak_seen_ && !rx_ready();
 }
 
 bool Qp::busy() const noexcept { return !sq_.empty() || (tx_ && !tx_->all_acked()); }

@@ -159,6 +159,20 @@ public:
     // Everything that can move without blocking: arrivals, acknowledgements,
     // DMA and read-proxy completions, new operations, timers.
     void progress(std::uint64_t now);
+    // progress(now), unless quiet(now): what ibv_poll_cq and the progress
+    // thread run, again and again while nothing happens.
+    void poll(std::uint64_t now);
+    // Would progress(now) find nothing to do? A connected RC QP with no
+    // packet, acknowledgement or NAK new since the last pass, no DMA run or
+    // read-proxy request out, nothing waiting to start and no timer due; a
+    // UD QP with no datagram new and nothing to start or finish.
+    // A few loads, where a whole pass that finds nothing costs ~300
+    // instructions; UCX polls several CQs per progress call, each for 16
+    // entries or more, and each such poll ran a pass on every QP of the CQ
+    // (a connected QP sits on two CQs of one interface).
+    // Only valid after a whole pass or a complete_sq(): an operation a verb
+    // has just started may already be complete (post_send takes care).
+    bool quiet(std::uint64_t now) const noexcept;
     // When progress() last ran (Engine::now()), whoever called it.
     std::uint64_t progressed_ns() const noexcept { return progressed_ns_; }
     // Lease renewal of the peer's area, for the progress thread: what to
@@ -209,6 +223,9 @@ private:
     void poll_rp(SendOp& op);
     void complete_sq();
     void check_timers(std::uint64_t now);
+    // How long the peer may stay silent with packets unacknowledged before
+    // a retry counts (the IB timeout, not below the tunable floor).
+    std::uint64_t retry_after_ns() const noexcept;
     void fail(SendOp& op, ibv_wc_status st);
     // 0, -EDQUOT (only if !may_wait: try again later), or another code.
     int get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait);
@@ -301,6 +318,7 @@ private:
     std::uint32_t retries_left_ = 7;
     std::uint32_t rnr_left_ = 7;
     std::uint16_t nak_seen_ = 0;
+    std::uint64_t ack_word_seen_ = 0;  // the control page's ack word, as last read
     std::uint32_t rnr_seq_ = 0;        // a packet the peer had no receive for
     std::uint64_t rnr_resend_ns_ = 0;  // when to send the retry token
     std::uint32_t rnr_attempt_ = 0;

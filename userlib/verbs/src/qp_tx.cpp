@@ -1021,11 +1021,9 @@ void Qp::check_timers(std::uint64_t now) {
         progress_ns_ = now;
         return;
     }
-    const std::uint64_t ib_ns = 4096ull << std::min<std::uint32_t>(attr_.timeout, 31);
-    const std::uint64_t floor_ns = eng_.tune().ack_timeout_min_ms * 1000000ull;
     // (defensive: every time given to progress() is read under the engine
     // lock, so progress_ns_ does not run ahead of `now`)
-    if (now < progress_ns_ || now - progress_ns_ < std::max(ib_ns, floor_ns))
+    if (now < progress_ns_ || now - progress_ns_ < retry_after_ns())
         return;
     progress_ns_ = now;
     if (retries_left_ > 0) {
@@ -1045,11 +1043,17 @@ void Qp::check_timers(std::uint64_t now) {
         }
 }
 
+std::uint64_t Qp::retry_after_ns() const noexcept {
+    const std::uint64_t ib_ns = 4096ull << std::min<std::uint32_t>(attr_.timeout, 31);
+    return std::max<std::uint64_t>(ib_ns, eng_.tune().ack_timeout_min_ms * 1000000ull);
+}
+
 // Acknowledgements and NAKs the peer wrote into our control page.
 void Qp::read_feedback(std::uint64_t now) {
     if (!tx_)
         return;
-    const wire::Pair ack = wire::unpack(load_ctrl(wire::kAckOff));
+    ack_word_seen_ = load_ctrl(wire::kAckOff);
+    const wire::Pair ack = wire::unpack(ack_word_seen_);
     if (tx_->ack(ack.acked)) {
         progress_ns_ = now;
         retries_left_ = attr_.retry_cnt;
