@@ -241,7 +241,7 @@ private:
     void poll_rx();
     // Has the peer written the packet poll_rx() would take next? (no side effects)
     bool rx_ready() const noexcept;
-    bool take_packet(const unsigned char* pkt, const wire::Header& h, std::uint64_t hb_bytes);
+    bool take_packet(const unsigned char* payload, const wire::Header& h, std::uint64_t hb_bytes);
     bool deliver(const wire::Header& h, const unsigned char* payload);
     void poll_ud();
     void read_feedback(std::uint64_t now);

@@ -118,8 +118,8 @@ void Qp::poll_rx() {
         if (lp.sent == want) {
             if (tx_ && tx_->ack(lp.acked))
                 progress_ns_ = progressed_ns_;
-            std::memcpy(&h, slot, sizeof h);
-            if (!take_packet(slot, h, 0))
+            std::uint32_t payload = 0;
+            if (!wire::ll_get(slot, want, &h, &payload) || !take_packet(slot + payload, h, 0))
                 break;
             continue;
         }
@@ -135,7 +135,8 @@ void Qp::poll_rx() {
                 continue;
             }
             if (h.seq == want && h.shift < 16 && h.len <= hb_bytes_ / 2)
-                took = take_packet(rec, h, wire::hb_record_bytes(h.len, h.shift));
+                took = take_packet(rec + wire::kHbHeader + h.shift, h,
+                                   wire::hb_record_bytes(h.len, h.shift));
             break;
         }
         if (!took)
@@ -154,9 +155,10 @@ bool Qp::rx_ready() const noexcept {
            rx_->hb_pending(wire::unpack(load_ctrl(wire::kHbPairOff)).sent);
 }
 
-// Handles the packet with the expected seq. False if it stays where it is
+// Handles the packet with the expected seq (its payload at `payload`; an HB
+// record of hb_bytes bytes, 0 for an LL slot). False if it stays where it is
 // (no receive WR: RNR; or a PSN the connection does not expect).
-bool Qp::take_packet(const unsigned char* pkt, const wire::Header& h, std::uint64_t hb_bytes) {
+bool Qp::take_packet(const unsigned char* payload, const wire::Header& h, std::uint64_t hb_bytes) {
     const std::uint32_t psn = (attr_.rq_psn + h.seq - 1) & 0xffffff;
     if (h.psn != psn) {
         if (rnr_waiting_ != h.seq) {
@@ -208,8 +210,6 @@ bool Qp::take_packet(const unsigned char* pkt, const wire::Header& h, std::uint6
     if (!cur_valid_) {  // a middle fragment without a first: cannot happen
         log_error("QP %#x: fragment %u without its first packet; dropped", qpn_, h.seq);
     } else if (h.op == wire::kOpSend) {
-        const unsigned char* payload =
-            pkt + (hb_bytes ? wire::kHbHeader + h.shift : sizeof(wire::Header));
         if (cur_status_ == IBV_WC_SUCCESS && cur_len_ + h.len <= h.total) {
             // Scatter into the receive WR's SGEs from byte cur_len_ on.
             std::uint64_t at = 0, from = cur_len_, left = h.len;

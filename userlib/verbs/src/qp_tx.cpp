@@ -301,23 +301,26 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
     wire::Header h = hdr;
     h.seq = tx_->next_seq();
     h.psn = (attr_.sq_psn + h.seq - 1) & 0xffffff;
-    std::memcpy(s, &h, sizeof h);
+    h.len = len;
+    // Packed against the slot's end (wire.hpp): payload, ext, head, pair.
+    const std::uint32_t start = wire::ll_start(h);
     if (op && len)
-        gather(*op, from, len, s + sizeof h);
+        gather(*op, from, len, s + start);
+    wire::ll_put(h, s);
     const std::uint64_t pair = wire::pack(wire::Pair{h.seq, rx_->consumed()});
     std::memcpy(s + wire::kLlPairOff, &pair, sizeof pair);
 
     if (loopback_ || (!eng_.tune().ll_dma && dma_idle())) {
-        const std::size_t body = (sizeof h + len + 7) & ~std::size_t{7};
+        const std::size_t body = wire::kLlPairOff - start;
         volatile unsigned char*& at = ll_at_[slot];
         if (!at && peer_.direct(off, wire::kLlSlot, &at) == 0 && !at)
             at = kLlWalk;  // not one piece: the walk, for good
         if (at && at != kLlWalk) {
-            // The latency path: the payload, then the pair, straight into
+            // The latency path: the packet, then the pair, straight into
             // the slot's place in the window.
-            pio_store(at, s, body);
+            pio_store(at + start, s + start, body);
             pio_store(at + wire::kLlPairOff, &pair, sizeof pair);
-        } else if (peer_.put(off, s, body) ||  // the walk (or a failed lookup: again)
+        } else if (peer_.put(off + start, s + start, body) ||  // the walk (or a failed lookup)
                    peer_.put(off + wire::kLlPairOff, &pair, sizeof pair)) {
             return false;
         }

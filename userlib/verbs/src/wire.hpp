@@ -6,7 +6,8 @@
 //   [0, 4 KiB)            control page: words the peer writes (acks, NAKs,
 //                         RNR retry tokens, the high-bandwidth ring's PSN pair)
 //   [4 KiB, +LL bytes)    low-latency ring: fixed 256-byte slots, one packet
-//                         each, the PSN pair in the slot's last 8 bytes
+//                         each packed against the slot's end, the PSN pair
+//                         in its last 8 bytes
 //   [.., +HB bytes)       high-bandwidth ring: variable records (64-byte
 //                         header, payload, padding to 64 bytes); its PSN pair
 //                         is a control-page word the sender's DMA list writes
@@ -21,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace pv::wire {
 
@@ -80,7 +82,8 @@ enum Flags : std::uint8_t {
     kSolicited = 1 << 3,  // IBV_SEND_SOLICITED
 };
 
-// The first 32 bytes of every packet (LL slot or HB record).
+// The first 32 bytes of every HB record and UD datagram (an LL slot packs
+// the fields it needs: ll_put below).
 struct Header {
     std::uint32_t seq;   // packet sequence number + 1 (as in the pair)
     std::uint32_t psn;   // InfiniBand PSN (24 bits): sq_psn + seq - 1
@@ -98,9 +101,80 @@ struct Header {
 static_assert(sizeof(Header) == 32);
 
 // ---- low-latency ring -----------------------------------------------------------
+// An LL slot holds its packet packed against its end, so that a small one is
+// a few contiguous 8-byte stores, the pair last:
+//
+//   [ unused | payload, padded to 8 | ext (if kLlExt) | head | pair ]
+//                                          8 bytes      8      8 = slot end
+//
+// head: psn (24 bits) | op << 24 | flags << 32 | len << 40 (the seq is the
+// pair's); ext: imm, then total, present only when the packet needs them
+// (immediate data, a Write with Immediate, a fragment of a longer message).
+// A one-packet 8-byte Send is 3 stores; with the 32-byte header it took 6,
+// and each is an exit to the device model in an emulated guest.
 constexpr std::uint32_t kLlSlot = 256;
 constexpr std::uint32_t kLlPairOff = kLlSlot - sizeof(Pair);
-constexpr std::uint32_t kLlPayload = kLlPairOff - sizeof(Header);  // 216 bytes
+constexpr std::uint32_t kLlHeadOff = kLlPairOff - 8;
+constexpr std::uint32_t kLlPayload = 216;
+constexpr std::uint8_t kLlExt = 1 << 7;  // head flag: the ext word is there
+
+constexpr std::uint32_t pad8(std::uint32_t n) noexcept { return (n + 7) & ~7u; }
+
+// Does packet h need the ext word (imm, total)?
+inline bool ll_ext(const Header& h) noexcept {
+    return (h.flags & kImm) || h.op != kOpSend ||
+           (h.flags & (kFirst | kLast)) != (kFirst | kLast) || h.total != h.len;
+}
+
+// Where packet h starts in its slot: its payload's offset.
+inline std::uint32_t ll_start(const Header& h) noexcept {
+    return kLlHeadOff - (ll_ext(h) ? 8 : 0) - pad8(h.len);
+}
+
+// Writes h's head and ext words into `slot` (the payload goes at
+// ll_start(h) + 0, the pair at kLlPairOff: the caller's). h.len <= kLlPayload.
+inline void ll_put(const Header& h, unsigned char* slot) noexcept {
+    const bool ext = ll_ext(h);
+    const std::uint64_t head =
+        (h.psn & 0xffffffu) | std::uint64_t{h.op} << 24 |
+        std::uint64_t{static_cast<std::uint8_t>(h.flags | (ext ? kLlExt : 0))} << 32 |
+        std::uint64_t{h.len} << 40;
+    std::memcpy(slot + kLlHeadOff, &head, 8);
+    if (ext) {
+        const std::uint32_t w[2] = {h.imm, h.total};
+        std::memcpy(slot + kLlHeadOff - 8, w, 8);
+    }
+}
+
+// Reads the packet of `slot` whose pair says `seq`: its header into *h, and
+// the offset of its payload. False if the head is not one ll_put writes (a
+// peer's bytes: the packet stays where it is and the sender times out).
+inline bool ll_get(const unsigned char* slot, std::uint32_t seq, Header* h,
+                   std::uint32_t* payload) noexcept {
+    std::uint64_t head;
+    std::memcpy(&head, slot + kLlHeadOff, 8);
+    *h = Header{};
+    h->seq = seq;
+    h->psn = static_cast<std::uint32_t>(head & 0xffffff);
+    h->op = static_cast<std::uint8_t>(head >> 24);
+    const auto flags = static_cast<std::uint8_t>(head >> 32);
+    h->flags = flags & ~kLlExt;
+    h->len = static_cast<std::uint32_t>(head >> 40);
+    if (h->len > kLlPayload)
+        return false;
+    std::uint32_t end = kLlHeadOff;
+    if (flags & kLlExt) {
+        std::uint32_t w[2];
+        std::memcpy(w, slot + kLlHeadOff - 8, 8);
+        h->imm = w[0];
+        h->total = w[1];
+        end -= 8;
+    } else {
+        h->total = h->len;
+    }
+    *payload = end - pad8(h->len);
+    return true;
+}
 
 // ---- high-bandwidth ring --------------------------------------------------------
 constexpr std::uint32_t kHbHeader = 64;

@@ -2,7 +2,10 @@
 // Ring/PSN bookkeeping (rings.hpp): placement, wrap records, credits.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "rings.hpp"
+#include "wire.hpp"
 
 using namespace pv;
 
@@ -110,4 +113,85 @@ TEST(RxRings, FollowsTheSenderThroughWraps) {
     EXPECT_EQ(0u, rx.ll_slot());
     rx.consume_ll();
     EXPECT_EQ(tx.sent(), rx.consumed());
+}
+
+// ---- the LL slot's packed layout (wire.hpp) ----------------------------------------
+
+namespace {
+
+using pv::wire::Header;
+
+Header ll_header(std::uint8_t op, std::uint8_t flags, std::uint32_t len, std::uint32_t total,
+                 std::uint32_t imm = 0) {
+    Header h{};
+    h.seq = 77;
+    h.psn = 0xabcdef;
+    h.op = op;
+    h.flags = flags;
+    h.len = len;
+    h.total = total;
+    h.imm = imm;
+    return h;
+}
+
+}  // namespace
+
+TEST(LlSlot, OnePacketSendIsPayloadHeadAndPairOnly) {
+    using namespace pv::wire;
+    // An 8-byte Send: payload and head, 16 bytes before the pair (two 8-byte
+    // stores, the pair the third).
+    const Header h = ll_header(kOpSend, kFirst | kLast, 8, 8);
+    EXPECT_FALSE(ll_ext(h));
+    EXPECT_EQ(kLlPairOff - 16, ll_start(h));
+    // A fragment, immediate data or a Write with Immediate carry the ext word.
+    EXPECT_TRUE(ll_ext(ll_header(kOpSend, kFirst, 8, 300)));
+    EXPECT_TRUE(ll_ext(ll_header(kOpSend, kFirst | kLast | kImm, 8, 8)));
+    EXPECT_TRUE(ll_ext(ll_header(kOpWriteImm, kFirst | kLast | kImm, 0, 1 << 20)));
+    // The largest payload still fits with the ext word.
+    EXPECT_EQ(kLlHeadOff - 8 - kLlPayload, ll_start(ll_header(kOpSend, kFirst, kLlPayload, 999)));
+}
+
+TEST(LlSlot, WhatIsPutIsGot) {
+    using namespace pv::wire;
+    const Header cases[] = {
+        ll_header(kOpSend, kFirst | kLast, 8, 8),
+        ll_header(kOpSend, kFirst | kLast | kSolicited, 0, 0),
+        ll_header(kOpSend, kFirst | kLast | kImm, 13, 13, 0x12345678),
+        ll_header(kOpWriteImm, kFirst | kLast | kImm, 0, 4096, 0xfeedbeef),
+        ll_header(kOpSend, kFirst | kLast, kLlPayload, kLlPayload),
+    };
+    for (const Header& h : cases) {
+        unsigned char slot[kLlSlot];
+        std::memset(slot, 0xee, sizeof slot);
+        for (std::uint32_t i = 0; i < h.len; ++i)
+            slot[ll_start(h) + i] = static_cast<unsigned char>(i);
+        ll_put(h, slot);
+        Header got{};
+        std::uint32_t payload = 0;
+        ASSERT_TRUE(ll_get(slot, h.seq, &got, &payload));
+        EXPECT_EQ(ll_start(h), payload);
+        EXPECT_EQ(h.seq, got.seq);
+        EXPECT_EQ(h.psn, got.psn);
+        EXPECT_EQ(h.op, got.op);
+        EXPECT_EQ(h.flags, got.flags);
+        EXPECT_EQ(h.len, got.len);
+        EXPECT_EQ(h.total, got.total);
+        EXPECT_EQ((h.flags & kImm) ? h.imm : 0u, got.imm);
+        for (std::uint32_t i = 0; i < h.len; ++i)
+            ASSERT_EQ(static_cast<unsigned char>(i), slot[payload + i]);
+    }
+}
+
+TEST(LlSlot, AHeadClaimingMoreThanASlotIsRefused) {
+    using namespace pv::wire;
+    unsigned char slot[kLlSlot] = {};
+    // A peer's bytes: a length the slot cannot hold must not make the
+    // receiver read before the slot.
+    const std::uint64_t head = std::uint64_t{kOpSend} << 24 |
+                               std::uint64_t{kFirst | kLast | kLlExt} << 32 |
+                               std::uint64_t{kLlPayload + 1} << 40;
+    std::memcpy(slot + kLlHeadOff, &head, 8);
+    Header got{};
+    std::uint32_t payload = 0;
+    EXPECT_FALSE(ll_get(slot, 1, &got, &payload));
 }
