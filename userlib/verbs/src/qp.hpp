@@ -208,10 +208,10 @@ private:
     enum class Start { Done, Blocked, Failed };
     Start start(SendOp& op, std::uint64_t now);
     Start start_send(SendOp& op);
-    Start start_write(SendOp& op);
+    Start start_write(SendOp& op, std::uint64_t now);
     Start rd_start_ready(SendOp& op);
-    Start start_read(SendOp& op);
-    Start start_atomic(SendOp& op);
+    Start start_read(SendOp& op, std::uint64_t now);
+    Start start_atomic(SendOp& op, std::uint64_t now);
     Start start_ud(SendOp& op);
     bool emit_ll(const wire::Header& h, const SendOp* op, std::uint64_t from, std::uint32_t len);
     enum class Emit { Sent, NoRoom, Error };
@@ -231,10 +231,15 @@ private:
     int get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait);
     // answered: no request of the operation can still write into it.
     void put_bounce(Bounce& b, bool answered = false) noexcept;
-    int remote_mr(std::uint32_t rkey, RemoteRange** out);
-    ibv_wc_status check_remote(SendOp& op, std::uint32_t need, RemoteRange** mr,
+    // The peer's MR `rkey`, looked up (again) when not cached or its lease is
+    // over; `now`: the verb's clock read.
+    int remote_mr(std::uint32_t rkey, std::uint64_t now, RemoteRange** out);
+    ibv_wc_status check_remote(SendOp& op, std::uint32_t need, std::uint64_t now, RemoteRange** mr,
                                std::uint64_t* off);
     void gather(const SendOp& op, std::uint64_t from, std::uint64_t len, unsigned char* to) const;
+    // Bytes [from, from + len) of the operation's data where they lie, if in
+    // one piece (inline data, or within one SGE); else nullptr (gather them).
+    const unsigned char* span(const SendOp& op, std::uint64_t from, std::uint64_t len) const;
     bool sge_ok(const SendOp& op, std::uint32_t need) const;
 
     // qp_rx.cpp: the receive side
@@ -293,6 +298,8 @@ private:
     // processes of one node, so everything goes by PIO (through the card's
     // loopback, filtered like any remote write).
     bool loopback_ = false;
+    // start_write's pieces of the remote range (a member: no allocation per Write).
+    std::vector<RemoteRange::Piece> write_pieces_;
     // Remote MRs this QP used, by rkey (on the peer's node), with their leases.
     std::unordered_map<std::uint32_t, std::unique_ptr<RemoteRange>> mr_cache_;
 

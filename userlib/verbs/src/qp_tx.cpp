@@ -203,9 +203,9 @@ Qp::Start Qp::start(SendOp& op, std::uint64_t now) {
         r = abi_.qp_base.qp_type == IBV_QPT_UD ? start_ud(op) : start_send(op);
         break;
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM: r = start_write(op); break;
-    case IBV_WR_RDMA_READ: r = start_read(op); break;
-    default: r = start_atomic(op); break;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: r = start_write(op, now); break;
+    case IBV_WR_RDMA_READ: r = start_read(op, now); break;
+    default: r = start_atomic(op, now); break;
     }
     if (r == Start::Done && op.stage != SendOp::Stage::Sending)
         op.stage = SendOp::Stage::Waiting;
@@ -250,6 +250,23 @@ void Qp::gather(const SendOp& op, std::uint64_t from, std::uint64_t len, unsigne
         len -= n;
         at += s.length;
     }
+}
+
+const unsigned char* Qp::span(const SendOp& op, std::uint64_t from, std::uint64_t len) const {
+    if (!op.inline_data.empty())
+        return op.inline_data.data() + from;
+    if (op.nsge == 0)
+        return nullptr;
+    std::uint64_t at = 0;
+    for (std::uint32_t i = 0; i < op.nsge; ++i) {
+        const ibv_sge& s = op.sge[i];
+        if (from < at + s.length)
+            return from + len <= at + s.length
+                       ? reinterpret_cast<const unsigned char*>(s.addr) + (from - at)
+                       : nullptr;
+        at += s.length;
+    }
+    return nullptr;
 }
 
 // ---- DMA runs of this QP ---------------------------------------------------------------
@@ -511,9 +528,8 @@ Qp::Start Qp::start_send(SendOp& op) {
     return Start::Done;
 }
 
-int Qp::remote_mr(std::uint32_t rkey, RemoteRange** out) {
+int Qp::remote_mr(std::uint32_t rkey, std::uint64_t now, RemoteRange** out) {
     auto& slot = mr_cache_[rkey];
-    const std::uint64_t now = Engine::now();
     if (slot && slot->valid() && !slot->expired(now)) {
         *out = slot.get();
         return 0;
@@ -537,11 +553,11 @@ int Qp::remote_mr(std::uint32_t rkey, RemoteRange** out) {
 // (same process, same PD), allows `need` (IBV_ACCESS_REMOTE_*), and holds
 // [remote_addr, remote_addr + total). *off: where remote_addr lies in the
 // published range.
-ibv_wc_status Qp::check_remote(SendOp& op, std::uint32_t need, RemoteRange** out,
+ibv_wc_status Qp::check_remote(SendOp& op, std::uint32_t need, std::uint64_t now, RemoteRange** out,
                                std::uint64_t* off) {
     *out = nullptr;
     RemoteRange* mr = nullptr;
-    if (int rc = remote_mr(op.rkey, &mr)) {
+    if (int rc = remote_mr(op.rkey, now, &mr)) {
         log_debug("QP %#x: rkey %#x on node %u: %s", qpn_, op.rkey, peer_node_, tcaErrorString(rc));
         return rc == TCA_ENOTEXPORTED ? IBV_WC_REM_ACCESS_ERR : IBV_WC_RETRY_EXC_ERR;
     }
@@ -561,7 +577,7 @@ ibv_wc_status Qp::check_remote(SendOp& op, std::uint32_t need, RemoteRange** out
     return IBV_WC_SUCCESS;
 }
 
-Qp::Start Qp::start_write(SendOp& op) {
+Qp::Start Qp::start_write(SendOp& op, std::uint64_t now) {
     const bool imm = op.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     if (!sge_ok(op, 0)) {
         op.status = IBV_WC_LOC_PROT_ERR;
@@ -570,7 +586,7 @@ Qp::Start Qp::start_write(SendOp& op) {
     RemoteRange* mr = nullptr;
     std::uint64_t off = 0;
     if (op.total) {  // zero-length RDMA carries no valid rkey
-        const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_WRITE, &mr, &off);
+        const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_WRITE, now, &mr, &off);
         if (st != IBV_WC_SUCCESS) {
             op.status = st;
             return Start::Failed;
@@ -583,7 +599,8 @@ Qp::Start Qp::start_write(SendOp& op) {
     h.imm = op.imm;
     h.total = static_cast<std::uint32_t>(op.total);
 
-    std::vector<RemoteRange::Piece> pieces;
+    std::vector<RemoteRange::Piece>& pieces = write_pieces_;  // its capacity kept
+    pieces.clear();
     if (mr) {
         if (int rc = mr->pieces(off, op.total, &pieces)) {
             op.status = remote_status(rc, 0);
@@ -608,13 +625,19 @@ Qp::Start Qp::start_write(SendOp& op) {
     }
 
     auto put_range = [&](std::uint64_t from, std::uint64_t len) {
-        // PIO of [from, from + len) of the data to the same offsets remotely.
-        std::vector<unsigned char> tmp(len);
-        gather(op, from, len, tmp.data());
+        // PIO of [from, from + len) of the data to the same offsets remotely,
+        // from where the data lies if it is one piece (one SGE, inline data).
+        std::vector<unsigned char> tmp;
+        const unsigned char* src = span(op, from, len);
+        if (!src) {
+            tmp.resize(len);
+            gather(op, from, len, tmp.data());
+            src = tmp.data();
+        }
         for (const RemoteRange::Piece& p : pieces) {
             const std::uint64_t lo = std::max(p.pos, from),
                                 hi = std::min(p.pos + p.len, from + len);
-            if (lo < hi && put_at(*p.h, p.hoff + (lo - p.pos), tmp.data() + (lo - from), hi - lo))
+            if (lo < hi && put_at(*p.h, p.hoff + (lo - p.pos), src + (lo - from), hi - lo))
                 return false;
         }
         return true;
@@ -757,14 +780,14 @@ Qp::Start Qp::rd_start_ready(SendOp& op) {
     return Start::Done;
 }
 
-Qp::Start Qp::start_read(SendOp& op) {
+Qp::Start Qp::start_read(SendOp& op, std::uint64_t now) {
     if (op.total == 0)
         return Start::Done;
     if (const Start r = rd_start_ready(op); r != Start::Done)
         return r;
     RemoteRange* mr = nullptr;
     std::uint64_t off = 0;
-    const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_READ, &mr, &off);
+    const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_READ, now, &mr, &off);
     if (st != IBV_WC_SUCCESS) {
         op.status = st;
         return Start::Failed;
@@ -821,7 +844,7 @@ Qp::Start Qp::start_read(SendOp& op) {
     return Start::Done;
 }
 
-Qp::Start Qp::start_atomic(SendOp& op) {
+Qp::Start Qp::start_atomic(SendOp& op, std::uint64_t now) {
     if (const Start r = rd_start_ready(op); r != Start::Done)
         return r;
     if (op.remote_addr % 8) {
@@ -830,7 +853,7 @@ Qp::Start Qp::start_atomic(SendOp& op) {
     }
     RemoteRange* mr = nullptr;
     std::uint64_t off = 0;
-    const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_ATOMIC, &mr, &off);
+    const ibv_wc_status st = check_remote(op, IBV_ACCESS_REMOTE_ATOMIC, now, &mr, &off);
     if (st != IBV_WC_SUCCESS) {
         op.status = st;
         return Start::Failed;
@@ -888,6 +911,10 @@ int Qp::get_bounce(std::uint64_t bytes, Bounce* out, bool may_wait) {
 }
 
 void Qp::put_bounce(Bounce& b, bool answered) noexcept {
+    if (b.slot < 0 && !b.own) {  // none (most operations)
+        b.p = nullptr;
+        return;
+    }
     if (b.slot >= 0)
         bounce_free_ |= 1u << b.slot;
     b.slot = -1;
