@@ -113,7 +113,7 @@ int Qp::setup() {
         }
     QpInfo info{};
     info.magic = kQpMagic;
-    info.version = 1;
+    info.version = wire::kVersion;
     info.type = static_cast<std::uint8_t>(abi_.qp_base.qp_type);
     info.ll_slots = ll_slots_;
     info.hb_bytes = static_cast<std::uint32_t>(hb_bytes_);
@@ -245,6 +245,14 @@ void Qp::prepare_connect(const ibv_qp_attr& a, Connection* c) const {
         log_error("QP %#x: QP %#x on node %u is not an RC QP of this library", qpn_, a.dest_qp_num,
                   node);
         c->rc = EINVAL;
+        return;
+    }
+    if (info.version != wire::kVersion) {
+        log_error(
+            "QP %#x: QP %#x on node %u speaks wire version %u, this library %u: run the same "
+            "libibverbs.so.1 of this project on every node",
+            qpn_, a.dest_qp_num, node, info.version, wire::kVersion);
+        c->rc = EPROTO;
         return;
     }
     if (int rc = c->stage.alloc(c->peer.size())) {

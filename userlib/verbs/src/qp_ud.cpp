@@ -46,7 +46,8 @@ Qp::UdDest* Qp::ud_dest(std::uint32_t node, std::uint32_t qpn) {
     QpInfo info{};
     if (rc == 0)
         std::memcpy(&info, d->range.info().info, sizeof info);
-    if (rc == 0 && info.magic == kQpMagic && info.type == IBV_QPT_UD && info.ud_slots != 0 &&
+    if (rc == 0 && info.magic == kQpMagic && info.version == wire::kVersion &&
+        info.type == IBV_QPT_UD && info.ud_slots != 0 &&
         d->range.size() >= wire::kCtrlBytes + std::uint64_t{info.ud_slots} * wire::kUdSlot) {
         d->slots = info.ud_slots;
         return d.get();

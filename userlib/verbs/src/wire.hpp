@@ -26,6 +26,11 @@
 
 namespace pv::wire {
 
+// The layout below, as published in every QP's info (QpInfo::version): a
+// peer QP of another version is refused at connection (2: LL slots packed
+// against their end).
+constexpr std::uint8_t kVersion = 2;
+
 // ---- control page -----------------------------------------------------------
 constexpr std::uint32_t kCtrlBytes = 4096;
 // Each word on its own 64-byte line: the peer writes them independently.
