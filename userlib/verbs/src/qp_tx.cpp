@@ -395,6 +395,68 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
         return Emit::NoRoom;
     const std::uint64_t hb_base =
         wire::kCtrlBytes + std::uint64_t{peer_info_.ll_slots} * wire::kLlSlot;
+    // The records, built in our staging mirror at their offsets in the ring.
+    if (at.wrap) {
+        wire::Header w{};
+        w.op = wire::kOpWrap;
+        std::memcpy(stage_.bytes() + hb_base + at.wrap_at, &w, sizeof w);
+    }
+    unsigned char* rec = stage_.bytes() + hb_base + at.offset;
+    wire::Header h = hdr;
+    h.seq = tx_->next_seq();
+    h.psn = (attr_.sq_psn + h.seq - 1) & 0xffffff;
+    h.len = len;
+    h.shift = 0;
+    std::memcpy(rec, &h, sizeof h);
+    if (op && len)
+        gather(*op, from, len, rec + wire::kHbHeader);
+    const std::uint64_t payload = (len + 3) & ~3u;
+
+    // The PSN pair, after everything else.
+    const std::uint32_t records = tx_->hb_records() + (at.wrap ? 2 : 1);
+    const std::uint64_t pair = wire::pack(wire::Pair{records, rx_->consumed()});
+    auto sent = [&] {
+        *seq_out = tx_->push_hb(bytes, at);
+        acked_sent_ = rx_->consumed();  // the pair carried our acknowledgement
+        ack_due_ns_ = 0;
+        hb_owed_ = 0;
+        return Emit::Sent;
+    };
+    std::uint64_t list_bytes = (at.wrap ? wire::kHbHeader : 0) + wire::kHbHeader + payload;
+    if (pre)
+        for (const tcaDmaXfer& x : *pre)
+            list_bytes += x.len;
+    // Small records by PIO, like the low-latency ring's packets: a short DMA
+    // run costs ~10 us of guest kernel time under TCG, as much as 1 KiB of
+    // stores (tca_bench crossover: the two meet between 768 B and 1 KiB).
+    // Only behind a finished DMA, so that the record cannot overtake one of
+    // this QP's earlier runs.
+    if (loopback_ || (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader &&
+                      dma_idle())) {
+        // What the DMA list below would carry, by PIO, but of a record's
+        // 64-byte header only the 32 bytes a receiver reads (4 stores fewer
+        // a record). The records first: a later part of the peer's area may
+        // need a lookup, and if that fails nothing of `pre` has been written
+        // (a record without its pair is never read). Each put ends with a
+        // store fence, so the pair lands last.
+        if (at.wrap && peer_.put(hb_base + at.wrap_at, stage_.bytes() + hb_base + at.wrap_at,
+                                 sizeof(wire::Header)))
+            return Emit::Error;
+        if (peer_.put(hb_base + at.offset, rec, sizeof h) ||
+            (len &&
+             peer_.put(hb_base + at.offset + wire::kHbHeader, rec + wire::kHbHeader, payload)))
+            return Emit::Error;
+        if (pre)
+            for (const tcaDmaXfer& x : *pre)
+                if (put_at(*x.dst, x.dst_offset, x.src, x.len))
+                    return Emit::Error;
+        if (peer_.put(wire::kHbPairOff, &pair, sizeof pair))
+            return Emit::Error;
+        return sent();
+    }
+
+    // One DMA list: `pre`, the records from the mirror, the pair as its
+    // completion word.
     std::vector<tcaDmaXfer> xfers;
     if (pre)
         xfers = *pre;
@@ -412,67 +474,14 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
         }
         return true;
     };
-    if (at.wrap) {
-        wire::Header w{};
-        w.op = wire::kOpWrap;
-        std::memcpy(stage_.bytes() + hb_base + at.wrap_at, &w, sizeof w);
-        if (!add(hb_base + at.wrap_at, wire::kHbHeader))
-            return Emit::Error;
-    }
-    unsigned char* rec = stage_.bytes() + hb_base + at.offset;
-    wire::Header h = hdr;
-    h.seq = tx_->next_seq();
-    h.psn = (attr_.sq_psn + h.seq - 1) & 0xffffff;
-    h.len = len;
-    h.shift = 0;
-    std::memcpy(rec, &h, sizeof h);
-    if (op && len)
-        gather(*op, from, len, rec + wire::kHbHeader);
-    if (!add(hb_base + at.offset, wire::kHbHeader + ((len + 3) & ~3u)))
-        return Emit::Error;
-
-    // The PSN pair, after everything else in the list.
-    const std::uint32_t records = tx_->hb_records() + (at.wrap ? 2 : 1);
     std::vector<RemoteRange::Piece> ctrl;
-    if (peer_.pieces(wire::kHbPairOff, 8, &ctrl))
+    if ((at.wrap && !add(hb_base + at.wrap_at, wire::kHbHeader)) ||
+        !add(hb_base + at.offset, wire::kHbHeader + payload) ||
+        peer_.pieces(wire::kHbPairOff, 8, &ctrl))
         return Emit::Error;
-    std::uint64_t list_bytes = 0;
-    for (const tcaDmaXfer& x : xfers)
-        list_bytes += x.len;
-    // Small records by PIO, like the low-latency ring's packets: a short DMA
-    // run costs ~10 us of guest kernel time under TCG, as much as 1 KiB of
-    // stores (tca_bench crossover: the two meet between 768 B and 1 KiB).
-    // Only behind a finished DMA, so that the record cannot overtake one of
-    // this QP's earlier runs.
-    if (loopback_ || (!eng_.tune().ll_dma && list_bytes <= eng_.tune().pio_max + wire::kHbHeader &&
-                      dma_idle())) {
-        // The same list by PIO (each put ends with a store fence, so the
-        // pair lands after the record), but of a record's 64-byte header
-        // only the 32 bytes a receiver reads: 4 stores fewer a record.
-        const std::size_t npre = pre ? pre->size() : 0;
-        for (std::size_t i = 0; i < npre; ++i)
-            if (put_at(*xfers[i].dst, xfers[i].dst_offset, xfers[i].src, xfers[i].len))
-                return Emit::Error;
-        const unsigned char* stage = stage_.bytes();
-        if (at.wrap &&
-            peer_.put(hb_base + at.wrap_at, stage + hb_base + at.wrap_at, sizeof(wire::Header)))
-            return Emit::Error;
-        if (peer_.put(hb_base + at.offset, rec, sizeof h) ||
-            (len && peer_.put(hb_base + at.offset + wire::kHbHeader, rec + wire::kHbHeader,
-                              (len + 3) & ~3u)))
-            return Emit::Error;
-        const std::uint64_t v = wire::pack(wire::Pair{records, rx_->consumed()});
-        if (put_at(*ctrl[0].h, ctrl[0].hoff, &v, sizeof v))
-            return Emit::Error;
-        *seq_out = tx_->push_hb(bytes, at);
-        acked_sent_ = rx_->consumed();
-        ack_due_ns_ = 0;
-        hb_owed_ = 0;
-        return Emit::Sent;
-    }
     xfers.back().notify = ctrl[0].h;
     xfers.back().notify_offset = ctrl[0].hoff;
-    xfers.back().notify_value = wire::pack(wire::Pair{records, rx_->consumed()});
+    xfers.back().notify_value = pair;
     xfers.back().notify_len = 8;
     std::uint32_t status = 0;
     if (int rc = start_dma(xfers, &status)) {
@@ -481,11 +490,7 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
         log_debug("QP %#x: DMA of a ring record refused: %s", qpn_, tcaErrorString(rc));
         return Emit::Error;
     }
-    *seq_out = tx_->push_hb(bytes, at);
-    acked_sent_ = rx_->consumed();
-    ack_due_ns_ = 0;
-    hb_owed_ = 0;
-    return Emit::Sent;
+    return sent();
 }
 
 // ---- operations ---------------------------------------------------------------------------
