@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "engine.hpp"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -48,6 +49,13 @@ constexpr auto kArmedPeriod = std::chrono::microseconds(200);
 constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
 // The program called in this recently: it drives progress itself.
 constexpr std::uint64_t kActiveNs = 2000000;
+// While it does, the thread has nothing to do, and each look costs the
+// program's vCPU a timer interrupt and two context switches: at one look a
+// millisecond, ib_send_lat 8 B's mean was twice its median and its p99
+// 30x (docs/notes.md, 2026-11-29). So it looks again only when the program
+// may have stopped (an armed CQ: its events wait for that), or, with no CQ
+// armed (only acknowledgements and leases wait), after kDrivenPeriod.
+constexpr std::uint64_t kDrivenPeriodNs = 10000000;
 // The progress thread does not wait for the engine lock while the program
 // holds it, up to this long. On a guest with one vCPU a thread waiting for
 // the lock turns every unlock of the polling program into a futex wake-up
@@ -294,19 +302,22 @@ bool Engine::program_drives(std::uint64_t t) const noexcept {
 }
 
 void Engine::thread_main() {
+    // Named for top -H, gdb and the tests (test_progress_fake.cpp).
+    pthread_setname_np(pthread_self(), kThreadName);
     constexpr std::uint64_t armed_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(kArmedPeriod).count();
     bool armed = false;
     std::uint64_t refused_since = 0;  // the first of the current run of refusals
     for (;;) {
-        const bool waited_for = armed && !program_drives(now());
+        std::chrono::nanoseconds period = armed ? kArmedPeriod : kIdlePeriod;
+        const std::uint64_t t0 = now();
+        if (program_drives(t0)) {
+            const std::uint64_t last = last_call_ns_.load(std::memory_order_relaxed);
+            period = std::chrono::nanoseconds(armed ? last + kActiveNs - t0 : kDrivenPeriodNs);
+        }
         {
             std::unique_lock<std::mutex> w(wake_lock_);
-            wake_.wait_for(w,
-                           waited_for
-                               ? std::chrono::duration_cast<std::chrono::microseconds>(kArmedPeriod)
-                               : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
-                           [this] { return stop_ || kicked_; });
+            wake_.wait_for(w, period, [this] { return stop_ || kicked_; });
             if (stop_)
                 return;
             kicked_ = false;

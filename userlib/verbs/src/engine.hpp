@@ -109,6 +109,8 @@ public:
             kick();
     }
     static std::uint64_t now() noexcept;
+    // The progress thread's name (at most 15 characters).
+    static constexpr const char* kThreadName = "peach2-verbs";
 
     // Wake the progress thread (a CQ was armed, a QP needs acks).
     void kick() noexcept;

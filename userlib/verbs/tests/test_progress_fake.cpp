@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+// The progress thread (engine.cpp) against the fake driver: it stays out of
+// the way of a program that polls, and takes over when the program stops.
+// Its looks are counted as its voluntary context switches (each look ends
+// in one, back to sleep).
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "../../tests/test_util.hpp"
+#include "engine.hpp"
+
+namespace {
+
+// /proc/self/task/<tid> of the thread named `name`, or "".
+std::string task_named(const std::string& name) {
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(t.path() / "comm");
+        std::string c;
+        if (std::getline(comm, c) && c == name)
+            return t.path();
+    }
+    return {};
+}
+
+long voluntary_switches(const std::string& task) {
+    std::ifstream status(task + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+            return std::strtol(line.c_str() + std::strlen("voluntary_ctxt_switches:"), nullptr, 10);
+    return -1;
+}
+
+class ProgressThread : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { dir_ = tcatest::use_fake_device("verbs-progress"); }
+    static void TearDownTestSuite() { tcatest::remove_fake_device(dir_); }
+    void SetUp() override {
+        if (!getenv("LD_PRELOAD") || !strstr(getenv("LD_PRELOAD"), "fake_peach2"))
+            FAIL() << "run under LD_PRELOAD=libfake_peach2.so (ctest does)";
+        int n = 0;
+        list_ = ibv_get_device_list(&n);
+        ASSERT_NE(nullptr, list_);
+        ASSERT_GE(n, 1);
+        ctx_ = ibv_open_device(list_[0]);
+        ASSERT_NE(nullptr, ctx_);
+        cq_ = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+        ASSERT_NE(nullptr, cq_);
+        task_ = task_named(pv::Engine::kThreadName);
+        ASSERT_FALSE(task_.empty()) << "no thread named " << pv::Engine::kThreadName;
+    }
+    void TearDown() override {
+        if (cq_)
+            ibv_destroy_cq(cq_);
+        if (ctx_)
+            ibv_close_device(ctx_);
+        if (list_)
+            ibv_free_device_list(list_);
+    }
+
+    // The thread's looks while the program polls cq_ for `span`.
+    long looks_while_polling(std::chrono::milliseconds span) {
+        const long before = voluntary_switches(task_);
+        const auto end = std::chrono::steady_clock::now() + span;
+        ibv_wc wc;
+        while (std::chrono::steady_clock::now() < end)
+            EXPECT_EQ(0, ibv_poll_cq(cq_, 1, &wc));
+        return voluntary_switches(task_) - before;
+    }
+    // ... while the program makes no call for `span`.
+    long looks_while_away(std::chrono::milliseconds span) {
+        const long before = voluntary_switches(task_);
+        std::this_thread::sleep_for(span);
+        return voluntary_switches(task_) - before;
+    }
+
+    static inline std::string dir_;
+    ibv_device** list_ = nullptr;
+    ibv_context* ctx_ = nullptr;
+    ibv_cq* cq_ = nullptr;
+    std::string task_;
+};
+
+// Each look costs a polling program's vCPU a timer interrupt and two
+// context switches: while it polls, the thread looks every 10 ms (300 ms:
+// ~30 looks; at the old 1 ms, ~300).
+TEST_F(ProgressThread, LeavesAPollingProgramAlone) {
+    looks_while_polling(std::chrono::milliseconds(20));  // settle into the period
+    const long looks = looks_while_polling(std::chrono::milliseconds(300));
+    EXPECT_LE(looks, 60);
+}
+
+// A program that stops calling (computes, sleeps) is taken over: the thread
+// looks every 1 ms again (acknowledgements for its peers), after at most one
+// long period.
+TEST_F(ProgressThread, TakesOverWhenTheProgramStops) {
+    looks_while_polling(std::chrono::milliseconds(50));
+    const long looks = looks_while_away(std::chrono::milliseconds(300));
+    EXPECT_GE(looks, 100);
+}
+
+}  // namespace
