@@ -114,6 +114,11 @@ public:
 
     // Wake the progress thread (a CQ was armed, a QP needs acks).
     void kick() noexcept;
+    // A CQ was armed: the program may be about to wait for its event.
+    void cq_armed() noexcept {
+        armed_ns_.store(now(), std::memory_order_relaxed);
+        kick();
+    }
     // Ends the progress thread (idempotent). At exit() every engine's
     // thread is stopped before static destructors run (programs often exit
     // with the device still open).
@@ -145,6 +150,7 @@ private:
     std::deque<ibv_async_event> async_;
 
     std::atomic<std::uint64_t> last_call_ns_{0};
+    std::atomic<std::uint64_t> armed_ns_{0};  // the last ibv_req_notify_cq
     std::atomic<int> event_waiters_{0};
     std::thread thread_;
     std::mutex wake_lock_;

@@ -188,7 +188,7 @@ int req_notify_cq(ibv_cq* abi, int solicited_only) {
         cq->armed = true;
         cq->solicited_only = solicited_only != 0;
     }
-    e.kick();  // the progress thread now polls for it
+    e.cq_armed();  // the progress thread now polls for it
     return 0;
 }
 
