@@ -12,31 +12,15 @@
 #include <cstring>
 #include <string>
 
-#include "../../tests/test_util.hpp"
+#include "fake_device.hpp"
 #include "identity.hpp"
 #include "qp.hpp"
 #include "wire.hpp"
 
 namespace {
 
-class FakeConnect : public ::testing::Test {
+class FakeConnect : public FakeDevice {
 protected:
-    static void SetUpTestSuite() { dir_ = tcatest::use_fake_device("verbs-connect"); }
-    static void TearDownTestSuite() { tcatest::remove_fake_device(dir_); }
-    void SetUp() override {
-        if (!getenv("LD_PRELOAD") || !strstr(getenv("LD_PRELOAD"), "fake_peach2"))
-            FAIL() << "run under LD_PRELOAD=libfake_peach2.so (ctest does)";
-        int n = 0;
-        list_ = ibv_get_device_list(&n);
-        ASSERT_NE(nullptr, list_);
-        ASSERT_GE(n, 1);
-        ctx_ = ibv_open_device(list_[0]);
-        ASSERT_NE(nullptr, ctx_);
-        pd_ = ibv_alloc_pd(ctx_);
-        cq_ = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
-        ASSERT_NE(nullptr, pd_);
-        ASSERT_NE(nullptr, cq_);
-    }
     void TearDown() override {
         if (qp_)
             ibv_destroy_qp(qp_);
@@ -44,14 +28,7 @@ protected:
             tcaUnpublish(TCA_NAME_QP, name_);
             tcaFree(peer_);
         }
-        if (cq_)
-            ibv_destroy_cq(cq_);
-        if (pd_)
-            ibv_dealloc_pd(pd_);
-        if (ctx_)
-            ibv_close_device(ctx_);
-        if (list_)
-            ibv_free_device_list(list_);
+        FakeDevice::TearDown();
     }
 
     // A published "RC QP" of this node with the given wire version.
@@ -99,11 +76,6 @@ protected:
                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     }
 
-    static inline std::string dir_;
-    ibv_device** list_ = nullptr;
-    ibv_context* ctx_ = nullptr;
-    ibv_pd* pd_ = nullptr;
-    ibv_cq* cq_ = nullptr;
     ibv_qp* qp_ = nullptr;
     void* peer_ = nullptr;
     std::uint32_t name_ = 0;
