@@ -62,9 +62,14 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  * send brings it back to PEACH2_WC_IDLE_NS. "Not stored for this long" is
  * a whole PEACH2_WC_IDLE_NS between two looks with no store: a store only
  * sets a flag, as reading the clock was ~15 % of a 4 KiB PIO put.
+ * The ceiling is 20 ms, not 1: at 1 ms a fenced 8-byte ping-pong still woke
+ * the main loop (which takes the BQL) ~5 000 times a second, and its p99 was
+ * 15x the median; at 20 ms ~600 times and 2.5x (docs/notes.md, 2026-11-29).
+ * The price: the first write nobody fences after a fenced spell goes up to
+ * 20 ms after its first store (the next ones 50-100 us).
  */
 #define PEACH2_WC_IDLE_NS 50000
-#define PEACH2_WC_LAZY_NS 1000000
+#define PEACH2_WC_LAZY_NS 20000000
 
 /*
  * The shared-memory transport of a cable between two QEMUs of one host
