@@ -230,6 +230,7 @@ struct Peach2State {
     uint32_t shm_poll_us;   /* after a delivery, look for more this long */
     uint32_t dma_burst_us;  /* DMA slices back to back for this long */
     uint32_t dma_pause_us;  /* then the BQL and the CPU are free this long */
+    uint32_t dma_start_kib; /* a start's first slice, in the vCPU */
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -260,7 +261,12 @@ static void peach2_schedule_service(void *opaque)
  * The core asks for service. During a register write (a DMA start) the
  * vCPU runs the first slice itself once the write is done: the bottom half
  * would cost the main loop's wake-up and the BQL's hand-over, ~100 us of a
- * small run between two TCG guests (docs/notes.md, 2026-11-27).
+ * small run between two TCG guests (docs/notes.md, 2026-11-27). The slice
+ * is dma-start-kib per channel: at 64 KiB a stream of 1 MiB RDMA Writes
+ * paid that hand-over, and the completion interrupt it brings, per Write;
+ * at 1 MiB (about 50 us of copying on this project's host) such a run ends
+ * inside its start, and the streams ran twice as fast (docs/notes.md,
+ * twenty-second session).
  */
 static void peach2_core_wants_service(void *opaque)
 {
@@ -286,7 +292,7 @@ static void peach2_core_wants_service(void *opaque)
  * pause must also leave the vCPUs a fair share of the host CPU: by default
  * half of it (dma-burst-us, dma-pause-us; docs/hardware.md §6).
  */
-#define PEACH2_DMA_VCPU_SLICE 65536 /* per channel, right after a start */
+#define PEACH2_DMA_START_MAX_KIB 65536 /* dma-start-kib; 0: all in the BH */
 #define PEACH2_DMA_PACE_MAX_US 100000 /* dma-burst-us, dma-pause-us */
 
 static void peach2_defer(void *opaque)
@@ -1772,7 +1778,11 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     if (s->service_after_write) {
         /* A DMA start: its first slice now, under the MMIO's guard. */
         s->service_after_write = false;
-        peach2_service(s, PEACH2_DMA_VCPU_SLICE);
+        if (s->dma_start_kib) {
+            peach2_service(s, (uint64_t)s->dma_start_kib * 1024);
+        } else {
+            qemu_bh_schedule(s->service_bh);
+        }
     }
     /* A read-proxy request: sent from this vCPU, like a window store. */
     peach2_send_queued(s);
@@ -1955,6 +1965,12 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    PEACH2_DMA_PACE_MAX_US);
         return;
     }
+    if (s->dma_start_kib > PEACH2_DMA_START_MAX_KIB) {
+        error_setg(errp, "peach2: dma-start-kib=%u: the first slice of a DMA "
+                   "run must be 0 .. %u KiB", s->dma_start_kib,
+                   PEACH2_DMA_START_MAX_KIB);
+        return;
+    }
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         Peach2Shm *m = &s->ports[i].shm;
 
@@ -2118,6 +2134,7 @@ static Property peach2_properties[] = {
     DEFINE_PROP_UINT32("shm-poll-us", Peach2State, shm_poll_us, 0),
     DEFINE_PROP_UINT32("dma-burst-us", Peach2State, dma_burst_us, 500),
     DEFINE_PROP_UINT32("dma-pause-us", Peach2State, dma_pause_us, 500),
+    DEFINE_PROP_UINT32("dma-start-kib", Peach2State, dma_start_kib, 1024),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -142,11 +142,11 @@ bool peach2_core_write_open(peach2_core *core);
  * first), load a firmware image handed over, run a bounded slice of DMA
  * work. Asks for more through schedule_service()/defer_service(). */
 void peach2_core_service(peach2_core *core);
-/* peach2_core_service() with a smaller slice of DMA: at most max_bytes per
- * channel (0 or more than the usual slice: the usual slice). For running a
- * run's first slice where it was started (QEMU: right after the register
- * write, in the vCPU) without the bottom half's wake-up, bounded so that the
- * vCPU is not held for long. */
+/* peach2_core_service() with its own slice of DMA: at most max_bytes per
+ * channel (0: the usual slice), and no firmware load. For running a run's
+ * first slice where it was started (QEMU: right after the register write,
+ * in the vCPU) without the bottom half's wake-up, bounded so that the vCPU
+ * is not held for long. */
 void peach2_core_service_bounded(peach2_core *core, uint64_t max_bytes);
 
 /* Packets waiting: a bit (1 << port) for every port whose link has bytes

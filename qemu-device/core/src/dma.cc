@@ -362,7 +362,7 @@ bool DmaEngine::step(unsigned ch, uint64_t& budget) {
 
 void DmaEngine::service(uint64_t max_bytes) {
     bool more = false;
-    const uint64_t slice = max_bytes ? std::min(max_bytes, kBytesPerRun) : kBytesPerRun;
+    const uint64_t slice = max_bytes ? max_bytes : kBytesPerRun;
     for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch) {
         DmaChannel& c = chans_[ch];
         if (!c.busy() || c.stalled)
