@@ -412,6 +412,18 @@ TEST_F(DmaTest, BoundedSliceMovesAtMostItsBudgetThenDefers) {
     EXPECT_EQ(host.irqs.back(), PEACH2_INT_VECTOR_DMA(0));
 }
 
+// A bound above the bottom half's slice (512 KiB) is honoured: QEMU's
+// dma-start-kib lets a 1 MiB run end inside its start.
+TEST_F(DmaTest, BoundedSliceLargerThanTheUsualSliceEndsTheRun) {
+    dma.reg_mode(0x0, 0x200000, 1 << 20);
+    peach2_core_service_bounded(core.get(), 1 << 20);
+    EXPECT_EQ(dma.status(), PEACH2_DMA_ST_DONE);
+    EXPECT_EQ(host.defers, 0);
+    EXPECT_TRUE(same(0x0, 0x200000, 1 << 20));
+    ASSERT_FALSE(host.irqs.empty());
+    EXPECT_EQ(host.irqs.back(), PEACH2_INT_VECTOR_DMA(0));
+}
+
 TEST_F(DmaTest, ResetStopsChannels) {
     dma.reg_mode(0x0, 0x200000, 2 << 20);
     peach2_core_reset(core.get());
