@@ -266,13 +266,13 @@ static void peach2_schedule_service(void *opaque)
  * paid that hand-over, and the completion interrupt it brings, per Write;
  * at 1 MiB (about 50 us of copying on this project's host) such a run ends
  * inside its start, and the streams ran twice as fast (docs/notes.md,
- * twenty-second session).
+ * twenty-second session). dma-start-kib=0: the bottom half does it all.
  */
 static void peach2_core_wants_service(void *opaque)
 {
     Peach2State *s = opaque;
 
-    if (s->in_reg_write) {
+    if (s->in_reg_write && s->dma_start_kib) {
         s->service_after_write = true;
         return;
     }
@@ -1778,11 +1778,7 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     if (s->service_after_write) {
         /* A DMA start: its first slice now, under the MMIO's guard. */
         s->service_after_write = false;
-        if (s->dma_start_kib) {
-            peach2_service(s, (uint64_t)s->dma_start_kib * 1024);
-        } else {
-            qemu_bh_schedule(s->service_bh);
-        }
+        peach2_service(s, (uint64_t)s->dma_start_kib * 1024);
     }
     /* A read-proxy request: sent from this vCPU, like a window store. */
     peach2_send_queued(s);
