@@ -16,7 +16,8 @@ server) ib_send_lat, ib_write_lat at 4 KiB, ib_read_lat at 8 B and 4 KiB, ib_ato
 that prints inf, perftest's clock check on a loaded host, is run again), and ib_write_bw,
 ib_send_bw, ib_read_bw at 64 KiB and ib_send_bw at 1 MiB. The two bandwidth goals (1 MiB)
 run in interleaved rounds (--bw-rounds) of the raw DMA put stream (tca_bench get's quick
-anchor), ib_write_bw and ib_read_bw: the table shows the medians, the goal lines each
+anchor: 512 MiB after untimed warm-up puts), ib_write_bw and ib_read_bw (perftest's duration
+mode: 3 s, the middle second measured): the table shows the medians, the goal lines each
 round's ratio and their median. Each round also runs ib_write_bw with perftest's
 --use_hugepages (2 MiB pages reserved in both guests): its buffers are a few physically
 contiguous runs, like the raw put's tcaMalloc memory, where malloc'ed pages are one DMA
@@ -110,20 +111,29 @@ def rp_counters(c, node):
         if rc == 0 else {}
 
 
-def rp_note(size, reads, delta):
-    """What node 1's read proxy did for `reads` ib_read_bw Reads of `size` bytes."""
+def reads_served(delta, size):
+    """How many Reads of `size` bytes node 1's read proxy answered (its read_bytes counter:
+    perftest's duration mode counts only the Reads between its margins)."""
+    return delta.get("read_bytes", 0) / size
+
+
+def rp_note(size, delta):
+    """What node 1's read proxy did for an ib_read_bw run of `size`-byte Reads."""
     served, runs = delta.get("served_read", 0), delta.get("reply_runs", 0)
+    reads = max(reads_served(delta, size), 1)
     return ("ib_read_bw %d B: node 1 served %d read-proxy requests for %d Reads (%.1f per Read) "
             "in %d chain runs (%.1f requests per run); its card refused %d (ring full)"
-            % (size, served, reads, served / reads, runs, served / runs if runs else 0,
+            % (size, served, round(reads), served / reads, runs, served / runs if runs else 0,
                delta.get("card_rx_refused", 0)))
 
 
-def raw_anchors(c, quick):
+def raw_anchors(c, quick, stream_mib=None):
     """libtca's raw figures (tca_bench get, node 0 measuring, node 1 serving), from the
-    CSV node 0 writes (test,mode,size,count,min_us,median_us,p99_us,mb_per_s,verified)."""
-    bench = ("--iters 30 --latency-bytes 4M --stream-bytes 32M" if quick
-             else "--iters 300 --latency-bytes 32M --stream-bytes 128M")
+    CSV node 0 writes (test,mode,size,count,min_us,median_us,p99_us,mb_per_s,verified).
+    stream_mib: the put and get streams' bytes (default 32 MiB quick, else 128 MiB);
+    both streams start after untimed warm-up messages."""
+    bench = ("--iters 30 --latency-bytes 4M" if quick else "--iters 300 --latency-bytes 32M") + \
+        " --stream-bytes %dM" % (stream_mib or (32 if quick else 128))
     cmd = "tca_bench get --peer %d --sizes 8,1048576 " + bench
     (rc0, out0), (rc1, out1) = c.run_all(
         lambda i: cmd % (1 - i) + (" --csv /tmp/verbs-raw.csv" if i == 0 else ""), timeout=3600)
@@ -169,14 +179,16 @@ def chain_max(c, node, value=None):
     return int(out.split()[-1])
 
 
-def read_bw(c, n, size, port):
-    """ib_read_bw (node 1 the target): (MB/s, node 1's read-proxy counter deltas)."""
+def read_bw(c, run_args, size, port):
+    """ib_read_bw (node 1 the target) with `run_args` (-n or -D): (MB/s, node 1's
+    read-proxy counter deltas)."""
     before = rp_counters(c, 1)
-    out = perftest(c, "ib_read_bw", "-n %d -s %d" % (n, size), port)
+    out = perftest(c, "ib_read_bw", "%s -s %d" % (run_args, size), port)
     after = rp_counters(c, 1)
     return bw_row(out, size), {k: after[k] - before.get(k, 0) for k in after}
 
 
+MIB = 1 << 20
 HUGE_PAGES = 24  # 2 MiB pages per guest for ib_write_bw --use_hugepages (1 MiB messages)
 
 
@@ -196,27 +208,32 @@ def reserve_huge_pages(c, count):
     return True
 
 
-def bw_rounds(c, rounds, n, chain_values, port, huge=False):
+def bw_rounds(c, rounds, run_args, anchor_mib, chain_values, port, huge=False):
     """The 1 MiB bandwidth goals in interleaved rounds, each: the raw DMA put stream
-    (tca_bench get's quick anchor), ib_write_bw, then ib_read_bw once per rp_chain_max
-    value of node 1 (None: as it is). Returns the rounds as dicts and the last port."""
+    (tca_bench get's quick anchor, `anchor_mib` MiB), ib_write_bw, then ib_read_bw once
+    per rp_chain_max value of node 1 (None: as it is); the perftest runs with `run_args`.
+    Returns the rounds as dicts and the last port."""
+    def per_read(d):
+        return max(reads_served(d, MIB), 1)
+
     out = []
     for r in range(rounds):
-        raw, _ = raw_anchors(c, True)
+        raw, _ = raw_anchors(c, True, anchor_mib)
         port += 1
         res = {"dma": raw["dma_put_1m"], "load": [load()],
-               "write": bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576" % n, port), 1048576),
+               "write": bw_row(perftest(c, "ib_write_bw", "%s -s 1048576" % run_args, port),
+                               1048576),
                "read": {}}
         if huge:
             port += 1
-            res["write_huge"] = bw_row(perftest(c, "ib_write_bw", "-n %d -s 1048576 "
-                                                "--use_hugepages" % n, port), 1048576)
+            res["write_huge"] = bw_row(perftest(c, "ib_write_bw", "%s -s 1048576 "
+                                                "--use_hugepages" % run_args, port), 1048576)
         # Alternate the order of the values, so that neither always runs first.
         for v in chain_values if r % 2 == 0 else chain_values[::-1]:
             if v is not None:
                 chain_max(c, 1, v)
             port += 1
-            res["read"][v] = read_bw(c, n, 1048576, port)
+            res["read"][v] = read_bw(c, run_args, 1048576, port)
         res["load"].append(load())
         out.append(res)
         print("bw round %d (load %.1f -> %.1f): DMA put %.0f MB/s, ib_write_bw %.0f (%.2f)%s, "
@@ -227,8 +244,9 @@ def bw_rounds(c, rounds, n, chain_values, port, huge=False):
                                  if huge else "",
                                  ", ".join("%s%.0f (%.2f; %.1f requests, %.1f runs per Read)"
                                            % ("" if v is None else "chain_max %d: " % v, mbs,
-                                              mbs / res["dma"], d.get("served_read", 0) / n,
-                                              d.get("reply_runs", 0) / n)
+                                              mbs / res["dma"],
+                                              d.get("served_read", 0) / per_read(d),
+                                              d.get("reply_runs", 0) / per_read(d))
                                            for v, (mbs, d) in ((v, res["read"][v])
                                                                for v in chain_values))),
               flush=True)
@@ -259,6 +277,11 @@ def main():
     csv_host = args.csv or bench_csv("verbs.csv")
     lat_n = 200 if args.quick else 2000
     bw_n = 50 if args.quick else 500
+    # The 1 MiB goal runs: perftest's duration mode (3 s, measured in the middle second)
+    # times the steady state; with -n 500 (~50 ms of Writes) the first Writes' costs
+    # halved the figure. The anchor streams 512 MiB after its warm-up messages.
+    goal_run = "-n %d" % bw_n if args.quick else "-D 3 -f 1"
+    anchor_mib = 32 if args.quick else 512
     rounds = args.rounds or (2 if args.quick else 5)
     nbw = args.bw_rounds or (2 if args.quick else 3)
     rows = []  # (test, size, min_us or None, median_us or None, MB/s or None)
@@ -291,15 +314,16 @@ def main():
                                ("ib_send_bw", 1048576), ("ib_read_bw", 65536)):
                 port += 1
                 if prog == "ib_read_bw":
-                    mbs, delta = read_bw(c, bw_n, size, port)
-                    rp_notes.append(rp_note(size, bw_n, delta))
+                    mbs, delta = read_bw(c, "-n %d" % bw_n, size, port)
+                    rp_notes.append(rp_note(size, delta))
                 else:
                     mbs = bw_row(perftest(c, prog, "-n %d -s %d" % (bw_n, size), port), size)
                 rows.append((prog, size, None, None, mbs))
             loaded_chain_max = chain_max(c, 1) if chain_values != [None] else None
             huge = reserve_huge_pages(c, HUGE_PAGES)
             try:
-                rounds_bw, port = bw_rounds(c, nbw, bw_n, chain_values, port, huge)
+                rounds_bw, port = bw_rounds(c, nbw, goal_run, anchor_mib, chain_values, port,
+                                            huge)
             finally:
                 if loaded_chain_max is not None:
                     chain_max(c, 1, loaded_chain_max)
@@ -326,7 +350,7 @@ def main():
     for v in chain_values:
         delta = {k: sum(r["read"][v][1].get(k, 0) for r in rounds_bw)
                  for k in rounds_bw[0]["read"][v][1]}
-        rp_notes.append(rp_note(1048576, bw_n * nbw, delta)
+        rp_notes.append(rp_note(1048576, delta)
                         + ("" if v is None else " [rp_chain_max %d]" % v))
 
     # The interleaved runs: the median of the rounds' medians, the least minimum.
