@@ -43,13 +43,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import bench_csv, kernels_clean, tcp_pair  # noqa: E402
+from benchlib import bench_csv, kernels_clean, perftest_pair  # noqa: E402
 from cluster import Cluster, ClusterError  # noqa: E402
 
 
 def perftest(c, prog, args, port, timeout=1800):
     """Server on node 1, client on node 0: the client's output (its result rows)."""
-    rc_s, out_s, rc_c, out_c = tcp_pair(c, 1, 0, "%s %s" % (prog, args), port, timeout)
+    rc_s, out_s, rc_c, out_c = perftest_pair(c, 1, 0, "%s %s" % (prog, args), port, timeout)
     if rc_s or rc_c:
         raise RuntimeError("%s %s failed (server %d, client %d):\n--- server\n%s\n--- client\n%s"
                            % (prog, args, rc_s, rc_c, out_s, out_c))
