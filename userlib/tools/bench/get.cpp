@@ -5,13 +5,13 @@
 //
 // Phase 1, the server taking part: PIO put latency for 8 bytes (the
 // ping-pong of link.hpp), and a DMA put stream measured as the get stream
-// is (both after --warmup untimed messages): --put-size puts with host descriptors into the server's `sink`, 4 in
-// flight, back to back; the last one carries a completion word, which the
-// server acknowledges at once (the end of the timing) and then checks the
-// data and says so in a second word. Then the client stores kGetPhase into
-// the server's phase word: from
-// there on the server's process only sleeps (it looks at the word every
-// 50 ms) until kDone, while the client gets from the server's `data`
+// is (both after --warmup untimed messages): --put-size puts with host
+// descriptors into the server's `sink`, 4 in flight, back to back; the last
+// one carries a completion word, which the server acknowledges at once (the
+// end of the timing) and then checks the data and says so in a second word.
+// Then the client stores kGetPhase into the server's phase word: from there
+// on the server's process only sleeps (it looks at the word every 50 ms)
+// until kDone, while the client gets from the server's `data`
 // (exported for reads, the pattern of --seed) and does CAS/FAA on the word
 // at kAtomic of its `ctrl` page (exported for atomics). The server's
 // driver serves every request.
