@@ -45,7 +45,12 @@ def run_one(c, mpi, prog, timeout):
     m = re.search(r"^%s: OK.*$" % name, out, re.M)
     why = None
     if rc != 0 or not m:
-        why = "rc %d, no OK line:\n%s" % (rc, out[-3000:])
+        # The cause is usually a line far above a UCX backtrace: show such lines first.
+        said = [ln for ln in out.splitlines()
+                if re.search(r"error|Error|Assertion|peach2|exceeded|FAIL", ln)
+                and not re.match(r"\s*\d+\s+/", ln)][:20]
+        why = "rc %d, no OK line; its error lines:\n%s\n--- its last lines:\n%s" % (
+            rc, "\n".join(said) or "(none)", out[-3000:])
     elif max(mgmt) >= MGMT_SLACK:
         why = "eth0 carried %d bytes from one node (a TCP lane?)" % max(mgmt)
     elif min(cards) < 64 << 10:
