@@ -42,7 +42,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import bench_csv, kernels_clean, launch_report, perftest_pair  # noqa: E402
+from benchlib import (PERFTEST_STEADY, bench_csv, kernels_clean, launch_report,  # noqa: E402
+                      perftest_pair)
 from cluster import Cluster, ClusterError  # noqa: E402
 
 LAUNCH = {"openmpi": "mpirun -np 2 %s mpi_pingpong.openmpi",
@@ -86,8 +87,8 @@ def perftest(c, prog, args, port, column):
     return float(m.group(2)) * 1048576 / 1e6
 
 
-# ib_write_bw at 4 MiB: 3 s, the middle second timed (perftest's duration mode).
-WRITE_BW_RUN = "-D 3 -f 1 -s 4194304"
+# ib_write_bw at 4 MiB, its steady state.
+WRITE_BW_RUN = PERFTEST_STEADY + " -s 4194304"
 
 # What one round measures: name -> function(cluster, port) returning one figure.
 ROUND_STEPS = {

@@ -43,7 +43,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import bench_csv, kernels_clean, perftest_pair  # noqa: E402
+from benchlib import PERFTEST_STEADY, bench_csv, kernels_clean, perftest_pair  # noqa: E402
 from cluster import Cluster, ClusterError  # noqa: E402
 
 
@@ -277,10 +277,9 @@ def main():
     csv_host = args.csv or bench_csv("verbs.csv")
     lat_n = 200 if args.quick else 2000
     bw_n = 50 if args.quick else 500
-    # The 1 MiB goal runs: perftest's duration mode (3 s, measured in the middle second)
-    # times the steady state; with -n 500 (~50 ms of Writes) the first Writes' costs
-    # halved the figure. The anchor streams 512 MiB after its warm-up messages.
-    goal_run = "-n %d" % bw_n if args.quick else "-D 3 -f 1"
+    # The 1 MiB goal runs time perftest's steady state (benchlib.PERFTEST_STEADY); the
+    # anchor streams 512 MiB after its warm-up messages.
+    goal_run = "-n %d" % bw_n if args.quick else PERFTEST_STEADY
     anchor_mib = 32 if args.quick else 512
     rounds = args.rounds or (2 if args.quick else 5)
     nbw = args.bw_rounds or (2 if args.quick else 3)

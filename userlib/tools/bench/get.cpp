@@ -289,9 +289,9 @@ int bench_get(int argc, char** argv) {
         "DMA put bandwidth (--put-size messages, host descriptors). Then the server only\n"
         "sleeps while the client measures get latency per size (median, p99; MB/s = size /\n"
         "median), streaming get bandwidth (--put-size gets, --inflight at a time), and CAS\n"
-        "and FAA latency. Both streams start after --warmup untimed messages. Every get is\n"
-        "checked against the server's pattern. The last lines give get 8 B / put 8 B\n"
-        "latency and get / DMA put bandwidth.");
+        "and FAA latency. Both streams start after untimed messages (--warmup puts; gets:\n"
+        "as many, at least two windows). Every get is checked against the server's pattern.\n"
+        "The last lines give get 8 B / put 8 B latency and get / DMA put bandwidth.");
     tcatools::add_peer_options(opts, &o);
     opts.u64_list("sizes", &o.sizes, "get sizes (else --min .. --max, doubling)");
     opts.u64("min", &o.min, "smallest get");
