@@ -91,6 +91,12 @@
 #define PEACH2_RP_CPLS_SIZE	(PEACH2_RP_BUDGET * sizeof(struct peach2_rp_cpl_le))
 #define PEACH2_RP_CHAIN_DESCS	((PEACH2_RP_REPLY_MEM - PEACH2_RP_CPLS_SIZE) / \
 				 sizeof(struct peach2_desc_le))
+/*
+ * Status reads of a reply run that moved it on, before the thread sleeps
+ * until its interrupt: the emulated card moves up to 1 MiB per read, so a
+ * full batch of 1 MiB replies ends polled (~50 us of copying each read).
+ */
+#define PEACH2_RP_POLLS		(2 * PEACH2_RP_BUDGET)
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
 #define PEACH2_RP_MIN_BYTES_PER_MS	16000u
 /* Wrong keys a node may send per window before it is throttled. */
@@ -990,7 +996,7 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 	struct peach2_rp *rp = &p2->rp;
 	unsigned long now, progress = jiffies, stall, until;
 	u64 last_bytes = 0;
-	u32 descs, last_descs = 0;
+	u32 descs, last_descs = 0, polls = 0;
 
 	for (;;) {
 		*st = peach2_dmac_status(p2, PEACH2_RP_CH);
@@ -1005,6 +1011,13 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 			last_bytes = *bytes;
 			last_descs = descs;
 			progress = now;
+			/*
+			 * The emulated card moves a run on while its STATUS is
+			 * read (docs/hardware.md §6): poll while it does, a
+			 * bounded number of times, then sleep.
+			 */
+			if (polls++ < PEACH2_RP_POLLS)
+				continue;
 		}
 		stall = progress + msecs_to_jiffies(ms);
 		if (time_after_eq(now, deadline))

@@ -97,21 +97,24 @@ def test_four_channels_big_transfers(cluster2):
 
 
 def test_dma_pacing_properties(make_cluster):
-    """dma-burst-us / dma-pause-us / dma-start-kib (docs/hardware.md §6): a value out of
-    range stops QEMU with a message naming it; without pauses, and with every run's
-    first slice in the bottom half, big transfers on four channels still arrive intact
-    and the guests stay responsive."""
+    """dma-burst-us / dma-pause-us / dma-start-kib / dma-poll-kib (docs/hardware.md §6):
+    a value out of range stops QEMU with a message naming it; without pauses, and with
+    every run's slices in the bottom half (none in a start, none in a STATUS read), big
+    transfers on four channels still arrive intact and the guests stay responsive."""
     qemu = cluster_mod.default_qemu()
     firmware = [a for d in cluster_mod.FIRMWARE_DIRS for a in ("-L", d)]  # as cluster.py
     for bad, why in (("dma-burst-us=0", "the burst must be 1 .. 100000, the pause 0 .. 100000"),
                      ("dma-pause-us=100001", "the burst must be 1 .. 100000, the pause 0 .. "),
                      ("dma-start-kib=65537", "dma-start-kib=65537: the first slice of a DMA "
-                                             "run must be 0 .. 65536 KiB")):
+                                             "run must be 0 .. 65536 KiB"),
+                     ("dma-poll-kib=65537", "dma-poll-kib=65537: the slice of a DMA status "
+                                            "read must be 0 .. 65536 KiB")):
         r = subprocess.run([qemu] + firmware + ["-M", "q35", "-display", "none", "-nodefaults",
                                                 "-device", "peach2," + bad],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and why in r.stderr, r.stderr
-    c = make_cluster(2, guest="busybox", device_props={"dma-pause-us": 0, "dma-start-kib": 0})
+    c = make_cluster(2, guest="busybox", device_props={"dma-pause-us": 0, "dma-start-kib": 0,
+                                                          "dma-poll-kib": 0})
     (rc_s, out_s), (rc_r, out_r) = _pair(
         c, 0, 1, "--count 2 --min-len 8M --max-len 12M --no-stride --modes host",
         "--lane-size 12M --guard 4096")

@@ -231,6 +231,7 @@ struct Peach2State {
     uint32_t dma_burst_us;  /* DMA slices back to back for this long */
     uint32_t dma_pause_us;  /* then the BQL and the CPU are free this long */
     uint32_t dma_start_kib; /* a start's first slice, in the vCPU */
+    uint32_t dma_poll_kib;  /* a STATUS read's slice, in the vCPU */
 };
 
 /* ---- core callbacks ---------------------------------------------------- */
@@ -292,7 +293,7 @@ static void peach2_core_wants_service(void *opaque)
  * pause must also leave the vCPUs a fair share of the host CPU: by default
  * half of it (dma-burst-us, dma-pause-us; docs/hardware.md §6).
  */
-#define PEACH2_DMA_START_MAX_KIB 65536 /* dma-start-kib; 0: all in the BH */
+#define PEACH2_DMA_VCPU_SLICE_MAX_KIB 65536 /* dma-start-kib, dma-poll-kib; 0: none */
 #define PEACH2_DMA_PACE_MAX_US 100000 /* dma-burst-us, dma-pause-us */
 
 static void peach2_defer(void *opaque)
@@ -1749,6 +1750,15 @@ static void peach2_fault_set(Object *obj, const char *value, Error **errp)
 
 /* ---- MMIO -------------------------------------------------------------- */
 
+/* A DMA channel's STATUS register (the read proxy's channel included). */
+static bool peach2_is_dma_status(hwaddr addr)
+{
+    return addr >= PEACH2_REG_DMA_BASE &&
+           addr < PEACH2_REG_DMA(PEACH2_DMA_ENGINES, 0) &&
+           (addr - PEACH2_REG_DMA_BASE) % PEACH2_REG_DMA_STRIDE ==
+           PEACH2_DMA_STATUS;
+}
+
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
@@ -1759,6 +1769,17 @@ static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
         peach2_direct_fold(&s->ports[i]); /* the counters include them */
     }
     val = peach2_core_reg_read(s->core, addr, size);
+    if ((val & PEACH2_DMA_ST_BUSY) && s->dma_run && s->dma_poll_kib &&
+        peach2_is_dma_status(addr)) {
+        /*
+         * A driver polls a running channel: its vCPU, which waits anyway,
+         * moves the next slice (outside the pacing pause, which is for the
+         * main loop's copies) and sees the status after it.
+         */
+        peach2_service(s, (uint64_t)s->dma_poll_kib * 1024);
+        val = peach2_core_reg_read(s->core, addr, size);
+        trace_peach2_dma_poll(s->node_id, addr, val);
+    }
 
     trace_peach2_reg_read(s->node_id, addr, size, val);
     return val;
@@ -1961,10 +1982,16 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
                    PEACH2_DMA_PACE_MAX_US);
         return;
     }
-    if (s->dma_start_kib > PEACH2_DMA_START_MAX_KIB) {
+    if (s->dma_start_kib > PEACH2_DMA_VCPU_SLICE_MAX_KIB) {
         error_setg(errp, "peach2: dma-start-kib=%u: the first slice of a DMA "
                    "run must be 0 .. %u KiB", s->dma_start_kib,
-                   PEACH2_DMA_START_MAX_KIB);
+                   PEACH2_DMA_VCPU_SLICE_MAX_KIB);
+        return;
+    }
+    if (s->dma_poll_kib > PEACH2_DMA_VCPU_SLICE_MAX_KIB) {
+        error_setg(errp, "peach2: dma-poll-kib=%u: the slice of a DMA status "
+                   "read must be 0 .. %u KiB", s->dma_poll_kib,
+                   PEACH2_DMA_VCPU_SLICE_MAX_KIB);
         return;
     }
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
@@ -2131,6 +2158,7 @@ static Property peach2_properties[] = {
     DEFINE_PROP_UINT32("dma-burst-us", Peach2State, dma_burst_us, 500),
     DEFINE_PROP_UINT32("dma-pause-us", Peach2State, dma_pause_us, 500),
     DEFINE_PROP_UINT32("dma-start-kib", Peach2State, dma_start_kib, 1024),
+    DEFINE_PROP_UINT32("dma-poll-kib", Peach2State, dma_poll_kib, 1024),
     DEFINE_PROP_END_OF_LIST(),
 };
 
