@@ -382,17 +382,28 @@ private:
     bool held_;
 };
 
-int prepare_get(void* dst, const tcaHandle& src, std::uint64_t off, std::uint64_t len,
-                Prepared* p) {
-    if (int rc = validate_handle(src))
-        return rc;
+// srcs: one handle (tcaGetNB), or consecutive handles of one export
+// (tcaGetSpanNB).
+int prepare_get(void* dst, std::span<const tcaHandle* const> srcs, std::uint64_t off,
+                std::uint64_t len, Prepared* p) {
+    if (srcs.empty())
+        return -EINVAL;
+    for (const tcaHandle* h : srcs) {
+        if (!h)
+            return -EINVAL;
+        if (int rc = validate_handle(*h))
+            return rc;
+        if (h->node != srcs[0]->node || h->export_id != srcs[0]->export_id ||
+            h->export_key != srcs[0]->export_key)
+            return -EINVAL;
+    }
     return with_context([&](Context& c) {
-        if (int rc = rp_target(src, c.node_count(), PEACH2_RP_OP_READ, &p->target))
+        if (int rc = rp_target(*srcs[0], c.node_count(), PEACH2_RP_OP_READ, &p->target))
             return rc;
         DmaSide side;
         if (int rc = c.local_side(dst, len, &side))
             return rc;
-        if (int rc = plan_get(side, src, off, len, &p->pieces))
+        if (int rc = plan_get(side, srcs, off, len, &p->pieces))
             return rc;
         p->reply_buffer = side.buffer;
         if (int rc = c.rp(&p->rp))
@@ -529,8 +540,16 @@ int atomic_wait(const tcaHandle* h, size_t offset, std::uint32_t op, std::uint64
 extern "C" {
 
 int tcaGetNB(void* dst, const tcaHandle* src, size_t src_offset, size_t len, tcaRequest* req) {
+    const tcaHandle* const one[] = {src};
     return start_nb(req, dst && src,
-                    [&](Prepared* p) { return prepare_get(dst, *src, src_offset, len, p); });
+                    [&](Prepared* p) { return prepare_get(dst, one, src_offset, len, p); });
+}
+
+int tcaGetSpanNB(void* dst, const tcaHandle* const* srcs, size_t count, size_t src_offset,
+                 size_t len, tcaRequest* req) {
+    return start_nb(req, dst && srcs && count, [&](Prepared* p) {
+        return prepare_get(dst, {srcs, count}, src_offset, len, p);
+    });
 }
 
 int tcaGet(void* dst, const tcaHandle* src, size_t src_offset, size_t len) {
@@ -538,7 +557,8 @@ int tcaGet(void* dst, const tcaHandle* src, size_t src_offset, size_t len) {
         return -EINVAL;
     return guarded([&] {
         Prepared p;
-        if (int rc = prepare_get(dst, *src, src_offset, len, &p))
+        const tcaHandle* const one[] = {src};
+        if (int rc = prepare_get(dst, one, src_offset, len, &p))
             return rc;
         RpOutcome o;
         return submit_wait(p, &o);

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -72,6 +73,11 @@ int rp_target(const tcaHandle& h, std::uint32_t node_count, std::uint32_t op,
 // request's two ends differ). len == 0: no pieces.
 int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset, std::uint64_t len,
              std::vector<RpPiece>* out);
+// The same over validated handles that describe consecutive bytes of one
+// export, in order (tcaGetSpanNB): src_offset and the requests run across
+// their ends.
+int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
+             std::uint64_t src_offset, std::uint64_t len, std::vector<RpPiece>* out);
 
 // The target address of the 8-byte word at `offset` of a validated handle:
 // TCA_ERANGE, or TCA_EALIGN unless 8-byte aligned.

@@ -27,22 +27,32 @@ int rp_target(const tcaHandle& h, std::uint32_t node_count, std::uint32_t op,
     return 0;
 }
 
-int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset, std::uint64_t len,
-             std::vector<RpPiece>* out) {
-    if (!range_fits(src_offset, len, src.size))
+int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
+             std::uint64_t src_offset, std::uint64_t len, std::vector<RpPiece>* out) {
+    std::uint64_t total = 0;
+    for (const tcaHandle* h : srcs)
+        if (__builtin_add_overflow(total, h->size, &total))
+            return TCA_ERANGE;
+    if (!range_fits(src_offset, len, total))
         return TCA_ERANGE;
     if (len % 4)
         return TCA_EALIGN;
     std::vector<RpPiece> pieces;
     std::uint32_t runs = 0;  // of the request being planned (pieces.back())
+    std::size_t h = 0;       // the handle holding byte src_offset + pos
+    std::uint64_t h_start = 0;
     for (std::uint64_t pos = 0; pos < len;) {
+        while (src_offset + pos - h_start >= srcs[h]->size)
+            h_start += srcs[h++]->size;
         std::uint64_t local = 0, room = 0, remote = 0;
         if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
             return TCA_ERANGE;
-        if (handle_address(src, src_offset + pos, &remote))
+        if (handle_address(*srcs[h], src_offset + pos - h_start, &remote))
             return TCA_ERANGE;
         // A request takes up to PEACH2_RP_MAX_PIECES runs of the local
-        // buffer (its reply list) and PEACH2_RP_MAX_LEN bytes.
+        // buffer (its reply list) and PEACH2_RP_MAX_LEN bytes. It goes on
+        // across the target's chunks and the handles' ends: the target
+        // reads its buffer onwards from the request's first byte.
         if (pieces.empty() || runs == PEACH2_RP_MAX_PIECES ||
             pieces.back().len == PEACH2_RP_MAX_LEN) {
             pieces.push_back(RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos, 0});
@@ -52,6 +62,8 @@ int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset,
         const std::uint64_t n =
             std::min({len - pos, room, PEACH2_RP_MAX_LEN - std::uint64_t{p.len}});
         // Both ends of every run: the target's DMA writes each as it is.
+        // (Later chunks of the target begin on pages, so its address
+        // keeps the low bits of the run's first byte.)
         if (int rc = check_alignment(remote, local, n))
             return rc;
         p.len += static_cast<std::uint32_t>(n);
@@ -60,6 +72,12 @@ int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset,
     }
     out->insert(out->end(), pieces.begin(), pieces.end());
     return 0;
+}
+
+int plan_get(const DmaSide& dst, const tcaHandle& src, std::uint64_t src_offset, std::uint64_t len,
+             std::vector<RpPiece>* out) {
+    const tcaHandle* const one[] = {&src};
+    return plan_get(dst, one, src_offset, len, out);
 }
 
 int plan_atomic(const tcaHandle& h, std::uint64_t offset, std::uint64_t* addr) noexcept {

@@ -134,6 +134,38 @@ TEST_F(FakeRp, GetListsTheLocalChunksInOneRequest) {
     EXPECT_EQ(0u, s.cpl_offset % 32);
 }
 
+TEST_F(FakeRp, GetOverASpanOfHandlesIsOneRequest) {
+    unsigned char* src = alloc(3 * 16384, 16384, 2);  // remote side: 3 chunks
+    unsigned char* dst = alloc(8 * 4096, 4096);
+    tcaHandle h, first, second, other;
+    ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+    // As two lookups of one name would give them: consecutive, one export.
+    ASSERT_EQ(0, tcaSubHandle(&h, 0, 20000, &first));
+    ASSERT_EQ(0, tcaSubHandle(&h, 20000, 0, &second));
+    const tcaHandle* span[] = {&first, &second};
+    const std::size_t off = 16384 - 0x1d0, len = 5 * 4096;  // crosses both ends
+    tcaRequest r{};
+    ASSERT_EQ(0, tcaGetSpanNB(dst + 0x30, span, 2, off, len, &r));
+    EXPECT_EQ(0, tcaWait(&r, 0));
+    EXPECT_EQ(1u, r.pieces);
+    EXPECT_EQ(len, r.bytes);
+    EXPECT_EQ(0, std::memcmp(dst + 0x30, src + off, len));
+    const auto l = log();
+    ASSERT_EQ(1u, l.size());
+    EXPECT_EQ(len, l[0].len);
+    std::uint64_t ga = 0;
+    ASSERT_EQ(0, tcaRemoteAddress(&h, off, &ga));
+    EXPECT_EQ(PEACH2_ADDR_OFFSET(ga), l[0].addr);
+    // Past the span's end, no handles, another export: refused, nothing sent.
+    EXPECT_EQ(TCA_ERANGE, tcaGetSpanNB(dst, span, 2, 3 * 16384 - 32, 64, &r));
+    EXPECT_EQ(-EINVAL, tcaGetSpanNB(dst, span, 0, 0, 64, &r));
+    unsigned char* more = alloc(16384, 16384);
+    ASSERT_EQ(0, tcaExport(more, 0, TCA_EXPORT_READ, &other));
+    const tcaHandle* mixed[] = {&first, &other};
+    EXPECT_EQ(-EINVAL, tcaGetSpanNB(dst, mixed, 2, 0, 64, &r));
+    EXPECT_EQ(1u, log().size()) << "nothing more reached the driver";
+}
+
 TEST_F(FakeRp, GetIntoMoreChunksThanAListHoldsIsCutAfterEachFullList) {
     const std::size_t chunks = PEACH2_RP_MAX_PIECES * 2 + 3, len = chunks * 4096 - 0x40;
     unsigned char* src = alloc(chunks * 4096, chunks * 4096, 3);

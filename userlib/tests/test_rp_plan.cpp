@@ -73,6 +73,27 @@ TEST(RpPlan, ARequestListsAtMostMaxPiecesLocalChunks) {
     EXPECT_EQ(len, std::uint64_t{p[0].len} + p[1].len);
 }
 
+TEST(RpPlan, ASpanOfHandlesIsPlannedAsOne) {
+    // Two handles of one export, as two lookups give them: the request goes
+    // on across their boundary (the target follows its buffer); the
+    // alignment of each run is checked at its own address.
+    const std::vector<tcaChunk> remote = scattered(1, 4, 4096);
+    const tcaHandle first = exported(1, {remote[0], remote[1]});
+    const tcaHandle second = exported(1, {remote[2], remote[3]});
+    const tcaHandle* const span[] = {&first, &second};
+    const std::vector<tcaChunk> local = {{PEACH2_NODE_BASE(0) + 0x2000000, 4 * 4096}};
+    std::vector<RpPiece> p;
+    ASSERT_EQ(0, plan_get(DmaSide{1, local, 0x10}, span, 0x1010, 2 * 4096, &p));
+    ASSERT_EQ(1u, p.size());
+    EXPECT_EQ(PEACH2_ADDR_OFFSET(remote[1].global_addr + 0x10), p[0].addr);
+    EXPECT_EQ(2u * 4096, p[0].len);
+    // Starting in the second handle: its address.
+    ASSERT_EQ(0, plan_get(DmaSide{1, local, 0x20}, span, 0x2020, 64, &p));
+    EXPECT_EQ(PEACH2_ADDR_OFFSET(remote[2].global_addr + 0x20), p[1].addr);
+    EXPECT_EQ(TCA_ERANGE, plan_get(DmaSide{1, local, 0}, span, 4 * 4096 - 16, 32, &p));
+    EXPECT_EQ(TCA_EALIGN, plan_get(DmaSide{1, local, 4}, span, 0x2000, 64, &p));
+}
+
 TEST(RpPlan, CutsAtMaxLen) {
     const tcaHandle src = exported(1, {{PEACH2_NODE_BASE(1) + 0x1000000, 20u << 20}});
     const std::vector<tcaChunk> local = {{PEACH2_NODE_BASE(0) + 0x2000000, 20u << 20}};

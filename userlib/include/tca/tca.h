@@ -496,6 +496,18 @@ typedef struct tcaRequest {
 TCA_API int tcaGetNB(void *dst, const tcaHandle *src, size_t src_offset, size_t len,
 		     tcaRequest *req);
 
+/* tcaGetNB over `count` handles that describe consecutive bytes of one
+ * export, in order, e.g. the successive tcaLookupName answers of one name
+ * (a range with more physically contiguous pieces than a handle holds):
+ * reads [src_offset, src_offset + len) of their concatenation in as few
+ * requests as one handle would take, since the target's driver reads its
+ * buffer onwards from a request's first byte. The caller vouches for the
+ * order: the library checks only that every handle is valid and names the
+ * same node and export (-EINVAL otherwise, and for count 0); the target
+ * keeps every request inside its export. Otherwise as tcaGetNB. */
+TCA_API int tcaGetSpanNB(void *dst, const tcaHandle *const *srcs, size_t count,
+			 size_t src_offset, size_t len, tcaRequest *req);
+
 /* Blocking get: tcaGetNB then tcaWait(req, 0). */
 TCA_API int tcaGet(void *dst, const tcaHandle *src, size_t src_offset, size_t len);
 

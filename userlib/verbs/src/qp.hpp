@@ -300,6 +300,8 @@ private:
     bool loopback_ = false;
     // start_write's pieces of the remote range (a member: no allocation per Write).
     std::vector<RemoteRange::Piece> write_pieces_;
+    // start_read's handles of the remote range (the same reason).
+    std::vector<const tcaHandle*> read_handles_;
     // Remote MRs this QP used, by rkey (on the peer's node), with their leases.
     std::unordered_map<std::uint32_t, std::unique_ptr<RemoteRange>> mr_cache_;
 

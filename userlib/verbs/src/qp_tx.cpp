@@ -836,22 +836,24 @@ Qp::Start Qp::start_read(SendOp& op, std::uint64_t now) {
         }
         op.bounce_off = global_at(*pieces[0].h, pieces[0].hoff) & 15;
     }
-    op.rp.resize(pieces.size());
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-        const RemoteRange::Piece& p = pieces[i];
-        unsigned char* dst = direct ? reinterpret_cast<unsigned char*>(op.sge[0].addr) + p.pos
-                                    : op.bounce.p + op.bounce_off + p.pos;
-        const int rc = tcaGetNB(dst, p.h, p.hoff, p.len, &op.rp[i]);
-        if (rc) {
-            log_debug("QP %#x: RDMA Read refused: %s", qpn_, tcaErrorString(rc));
-            op.status = remote_status(rc, op.rp[i].status);
-            op.rp.resize(i);
-            for (tcaRequest& r : op.rp)
-                if (r.id)
-                    tcaCancel(&r);
-            op.rp.clear();
-            return Start::Failed;
-        }
+    // One get over the MR's handles (one per lookup of it, up to 14 of its
+    // physically contiguous pieces each): the target reads its buffer
+    // onwards from a request's first byte, so a Read is as many requests as
+    // the local side needs, not one per handle it crosses.
+    std::vector<const tcaHandle*>& handles = read_handles_;  // its capacity kept
+    handles.clear();
+    for (const RemoteRange::Piece& p : pieces)
+        handles.push_back(p.h);
+    unsigned char* dst = direct ? reinterpret_cast<unsigned char*>(op.sge[0].addr)
+                                : op.bounce.p + op.bounce_off;
+    op.rp.resize(1);
+    const int rc =
+        tcaGetSpanNB(dst, handles.data(), handles.size(), pieces[0].hoff, len, &op.rp[0]);
+    if (rc) {
+        log_debug("QP %#x: RDMA Read refused: %s", qpn_, tcaErrorString(rc));
+        op.status = remote_status(rc, op.rp[0].status);
+        op.rp.clear();
+        return Start::Failed;
     }
     op.bounce_off += off - r0;  // where the first wanted byte sits
     op.counts_rd = true;
