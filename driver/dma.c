@@ -69,13 +69,6 @@ MODULE_PARM_DESC(dma_timeout_ms,
 #define PEACH2_DMA_FD_DESCS	(4 * PEACH2_DMA_MAX_CHAIN)
 /* Chains of one file. */
 #define PEACH2_DMA_MAX_CHAINS	4096u
-/*
- * STATUS reads a waiter makes of its running run before it sleeps: the
- * emulated card moves up to 1 MiB per read (dma-poll-kib), so a 16 MiB
- * run ends polled, in the waiter's CPU time; a card that does not (real
- * hardware, a run held by flow control) costs the waiter 16 register reads.
- */
-#define PEACH2_DMA_POLLS	16u
 static_assert(sizeof(struct peach2_desc_le) == PEACH2_DESC_SIZE);
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE);
 
@@ -135,7 +128,6 @@ struct peach2_run {
 	struct peach2_chain *chain;	/* or NULL: @prog belongs to the run */
 	struct peach2_prog *prog;
 	u64 ticket;
-	u32 chan;			/* where it was queued */
 	u32 status;			/* valid once @done */
 	u64 bytes;
 	bool done;
@@ -1329,58 +1321,11 @@ long peach2_ioctl_chain_destroy(struct peach2_file *ctx, void __user *argp)
 	return ret;
 }
 
-/*
- * A waiter looks at @run's channel while the run is the channel's current
- * one. The emulated card moves a running channel on by a slice when its
- * STATUS is read (docs/hardware.md §6), so a waiting process's own CPU
- * drives its run; a run found ended is reaped here, not at its interrupt.
- * Returns true while the run is still running.
- */
-static bool peach2_run_nudge(struct peach2_file *ctx, struct peach2_run *run)
-{
-	struct peach2_dev *p2 = ctx->p2;
-	struct peach2_run *ended = NULL;
-	struct peach2_dma_chan *c;
-	bool running = false;
-	u32 status = 0, st;
-	u64 bytes = 0;
-
-	if (READ_ONCE(run->done))
-		return false;
-	c = &p2->dma[READ_ONCE(run->chan) % PEACH2_DMA_CHANNELS];
-	if (READ_ONCE(c->cur) != run)
-		return false;		/* queued, or ending right now */
-	down_read(&p2->lock);
-	if (!p2->dead && mutex_trylock(&c->lock)) {
-		if (c->cur == run && !c->stopped && !c->wedged) {
-			st = peach2_dmac_status(p2, c->idx);
-			if (peach2_chan_ended(st))
-				ended = peach2_chan_reap_ended(c, st, &status,
-							       &bytes);
-			else
-				running = st != U32_MAX;
-		}
-		mutex_unlock(&c->lock);
-	}
-	up_read(&p2->lock);
-	if (ended)
-		peach2_run_finish(ended, status, bytes);
-	return running;
-}
-
 /* Wait (interruptibly) until @run is done; 0, -ETIMEDOUT or -ERESTARTSYS. */
 static int peach2_run_wait(struct peach2_file *ctx, struct peach2_run *run,
 			   u32 timeout_ms, bool forever)
 {
-	unsigned int polls;
 	long left;
-
-	/* Before sleeping, a bounded number of looks (about 1 MiB each). */
-	for (polls = 0; polls < PEACH2_DMA_POLLS; polls++) {
-		if (!peach2_run_nudge(ctx, run))
-			break;
-		cond_resched();
-	}
 
 	if (forever)
 		return wait_event_interruptible(ctx->dma_wq,
@@ -1550,7 +1495,6 @@ static int peach2_run_queue(struct peach2_dev *p2, struct peach2_run *run,
 	ret = p2->dead ? -ENODEV : peach2_chan_pick(p2, *ch);
 	if (ret >= 0) {
 		*ch = ret;
-		WRITE_ONCE(run->chan, *ch);
 		ret = peach2_chan_submit(p2, *ch, run, &ended, &status, &bytes);
 	}
 	up_read(&p2->lock);

@@ -1012,9 +1012,9 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 			last_descs = descs;
 			progress = now;
 			/*
-			 * The emulated card moves a run on while its STATUS is
-			 * read (docs/hardware.md §6): poll while it does, a
-			 * bounded number of times, then sleep.
+			 * The emulated card moves a paused run on while its
+			 * STATUS is read (docs/hardware.md §6): poll while the
+			 * run progresses, a bounded number of times, then sleep.
 			 */
 			if (polls++ < PEACH2_RP_POLLS)
 				continue;
