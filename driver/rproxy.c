@@ -93,8 +93,9 @@
 				 sizeof(struct peach2_desc_le))
 /*
  * Status reads of a reply run that moved it on, before the thread sleeps
- * until its interrupt: the emulated card moves up to 1 MiB per read, so a
- * full batch of 1 MiB replies ends polled (~50 us of copying each read).
+ * until its interrupt: while its copies are paused the emulated card moves
+ * up to 1 MiB per read (~50 us of copying), enough for a full batch of
+ * 1 MiB replies.
  */
 #define PEACH2_RP_POLLS		(2 * PEACH2_RP_BUDGET)
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */

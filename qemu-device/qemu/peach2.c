@@ -293,7 +293,8 @@ static void peach2_core_wants_service(void *opaque)
  * pause must also leave the vCPUs a fair share of the host CPU: by default
  * half of it (dma-burst-us, dma-pause-us; docs/hardware.md §6).
  */
-#define PEACH2_DMA_VCPU_SLICE_MAX_KIB 65536 /* dma-start-kib, dma-poll-kib; 0: none */
+/* dma-start-kib, dma-poll-kib (0: none) */
+#define PEACH2_DMA_VCPU_SLICE_MAX_KIB 65536
 #define PEACH2_DMA_PACE_MAX_US 100000 /* dma-burst-us, dma-pause-us */
 
 static void peach2_defer(void *opaque)
@@ -1776,8 +1777,7 @@ static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
          * (which is for the main loop's copies): its vCPU, which waits
          * anyway, moves the next slice and sees the status after it.
          * Outside the pause the main loop copies beside the vCPU, which
-         * runs on: a stream of 4 MiB RDMA Writes ran a third slower when
-         * every status read copied in the vCPU (docs/notes.md).
+         * runs on (docs/hardware.md §6).
          */
         peach2_service(s, (uint64_t)s->dma_poll_kib * 1024);
         val = peach2_core_reg_read(s->core, addr, size);
