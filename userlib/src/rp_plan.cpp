@@ -31,7 +31,7 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
              std::uint64_t src_offset, std::uint64_t len, std::vector<RpPiece>* out) {
     std::uint64_t total = 0;
     for (const tcaHandle* h : srcs)
-        if (__builtin_add_overflow(total, h->size, &total))
+        if (!checked_add(total, h->size, &total))
             return TCA_ERANGE;
     if (!range_fits(src_offset, len, total))
         return TCA_ERANGE;
