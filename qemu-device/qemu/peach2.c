@@ -1760,6 +1760,32 @@ static bool peach2_is_dma_status(hwaddr addr)
            PEACH2_DMA_STATUS;
 }
 
+/*
+ * The read proxy's serving thread looks at RP_TAIL for a while after it
+ * answered (driver/rproxy.c, rp_poll_us): the next request may sit in a
+ * shared-memory ring whose eventfd has not woken our main loop yet. The
+ * vCPU, which waits anyway, takes in what the rings hold, as the main loop
+ * would, and reads TAIL after it (docs/hardware.md §6).
+ */
+static void peach2_link_look(Peach2State *s)
+{
+    bool got = false;
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Port *p = &s->ports[i];
+
+        if (p->shm.rx && peach2_shm_ring_readable(p->shm.rx)) {
+            peach2_shm_receive(p);
+            got = true;
+        }
+    }
+    if (got) {
+        trace_peach2_link_look(s->node_id);
+        peach2_send_queued(s);
+    }
+}
+
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     Peach2State *s = opaque;
@@ -1768,6 +1794,9 @@ static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
 
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         peach2_direct_fold(&s->ports[i]); /* the counters include them */
+    }
+    if (addr == PEACH2_REG_RP_TAIL) {
+        peach2_link_look(s);
     }
     val = peach2_core_reg_read(s->core, addr, size);
     if ((val & PEACH2_DMA_ST_BUSY) && s->dma_poll_kib &&
