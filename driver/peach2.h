@@ -140,6 +140,7 @@ struct peach2_rp_stats {
 	atomic64_t reply_runs;		/* reply chains the serving thread ran */
 	atomic64_t replies;		/* requests those chains answered */
 	atomic64_t replies_max;		/* the most one chain answered */
+	atomic64_t polled;		/* entries found by looking, not by interrupt */
 };
 
 struct peach2_rp_reply;
@@ -212,6 +213,9 @@ struct peach2_rp {
 	dma_addr_t ring_dma;
 	u32 ring_entries;
 	u32 head;			/* entries consumed (free running) */
+	/* The serving thread's look for the next request (rproxy.c). */
+	u32 poll_us;			/* 0: none; at most rp_poll_us */
+	ktime_t served_at;		/* its last answer */
 	struct peach2_rp_src src[PEACH2_MAX_NODES];
 	/*
 	 * Protects @stopping and orders the writes of RP_HEAD (thread) and

@@ -24,8 +24,9 @@
  *    ns, so that it keeps increasing across driver reloads);
  *  - serving: the threaded interrupt on vector PEACH2_INT_VECTOR_RP takes
  *    at most PEACH2_RP_BUDGET entries per run, then writes HEAD (the card
- *    raises the interrupt again if entries remain). It decides every
- *    queued entry first and then answers them all in one chain of host
+ *    raises the interrupt again if entries remain), and looks for the
+ *    next request up to rp_poll_us (adaptive) before it sleeps. It
+ *    decides every queued entry first and then answers them all in one chain of host
  *    descriptors on PEACH2_DMA_PROXY_CHANNEL (a reply is a few
  *    descriptors: a 1 MiB READ into a user's malloc'ed buffer is one
  *    request per physically contiguous run, so one start and one
@@ -98,6 +99,9 @@
  * 1 MiB replies.
  */
 #define PEACH2_RP_POLLS		(2 * PEACH2_RP_BUDGET)
+/* The longest look for the next request (rp_poll_us), and the shortest. */
+#define PEACH2_RP_POLL_MAX_US	1000u
+#define PEACH2_RP_POLL_MIN_US	10u
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
 #define PEACH2_RP_MIN_BYTES_PER_MS	16000u
 /* Wrong keys a node may send per window before it is throttled. */
@@ -146,6 +150,11 @@ static unsigned int peach2_rp_timeout_ms = 2000;
 module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(rp_timeout_ms,
 		 "abort a read-proxy reply that makes no progress for this long, or is not done after this long + len / (16 MB/s) (default 2000 ms, at least 10)");
+
+static unsigned int peach2_rp_poll_us = 200;
+module_param_named(rp_poll_us, peach2_rp_poll_us, uint, 0644);
+MODULE_PARM_DESC(rp_poll_us,
+		 "after answering, look for the next read-proxy request up to this long before waiting for its interrupt (adaptive; default 200 us, 0: never, at most 1000)");
 
 static unsigned int peach2_rp_chain_max = PEACH2_RP_BUDGET;
 module_param_named(rp_chain_max, peach2_rp_chain_max, uint, 0644);
@@ -1439,16 +1448,19 @@ static void peach2_rp_answer(struct peach2_dev *p2, u32 nr)
 	}
 }
 
-static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
+/*
+ * Serve what the ring holds: at most PEACH2_RP_BUDGET requests, then HEAD
+ * is written (the card raises the interrupt again if entries remain).
+ * Returns the entries taken, or -1 when the read proxy is off for good
+ * (broken ring, wedged channel).
+ */
+static int peach2_rp_serve(struct peach2_dev *p2)
 {
-	struct peach2_dev *p2 = data;
 	struct peach2_rp *rp = &p2->rp;
 	u32 tail, avail, batch, n, taken, nr, served;
 
-	/* Clear first: entries queued from now on raise it again. */
-	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
 	if (rp->broken || rp->wedged)
-		return IRQ_HANDLED;
+		return -1;
 	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
 	avail = tail - rp->head;
 	if (avail > rp->ring_entries) {
@@ -1464,7 +1476,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 		atomic64_inc(&rp->stats.ring_errors);
 		dev_warn(&p2->pdev->dev, "read-proxy ring: tail %u, head %u, %u entries: corrupt; read proxy off until the driver is reloaded\n",
 			 tail, rp->head, rp->ring_entries);
-		return IRQ_HANDLED;
+		return -1;
 	}
 	/* TAIL is read before the entries it covers. */
 	dma_rmb();
@@ -1489,14 +1501,83 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 			spin_lock(&rp->ring_lock);
 			writel(0, p2->regs + PEACH2_REG_RP_CTRL);
 			spin_unlock(&rp->ring_lock);
-			return IRQ_HANDLED;
+			return -1;
 		}
 	}
+	if (!n)
+		return 0;
 	/* The card raises the interrupt again if entries remain. */
 	spin_lock(&rp->ring_lock);
 	if (!rp->stopping && !rp->broken)
 		writel(rp->head, p2->regs + PEACH2_REG_RP_HEAD);
 	spin_unlock(&rp->ring_lock);
+	return n;
+}
+
+/*
+ * A requester usually sends its next request as soon as it has the answer:
+ * after answering, the thread looks for it a while rather than sleep and be
+ * woken by the interrupt (masked meanwhile). Whoever else wants this CPU
+ * ends the look at once. The look adapts, as KVM's halt polling does, at
+ * each request that comes by interrupt: back to rp_poll_us when it came
+ * within twice that of the last answer (its interrupt's own delay
+ * included: a look would have found it), else halved, down to none.
+ */
+static void peach2_rp_look(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	ktime_t until = ktime_add_us(ktime_get(), rp->poll_us);
+	int taken = 0;
+
+	peach2_int_mask_set(p2, PEACH2_INT_RP, true);
+	while (!READ_ONCE(rp->stopping) && !need_resched()) {
+		taken = peach2_rp_serve(p2);
+		if (taken < 0)
+			break;
+		if (taken) {
+			atomic64_add(taken, &rp->stats.polled);
+			rp->served_at = ktime_get();
+			until = ktime_add_us(rp->served_at, rp->poll_us);
+		} else if (ktime_after(ktime_get(), until)) {
+			break;
+		}
+		cpu_relax();
+	}
+	/*
+	 * Clear, look once more, unmask: an entry queued after that look
+	 * sets the status bit, and unmasking sends its message.
+	 */
+	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
+	if (taken >= 0 && !READ_ONCE(rp->stopping)) {
+		taken = peach2_rp_serve(p2);
+		if (taken > 0) {
+			atomic64_add(taken, &rp->stats.polled);
+			rp->served_at = ktime_get();
+		}
+	}
+	peach2_int_mask_set(p2, PEACH2_INT_RP, false);
+}
+
+static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
+{
+	struct peach2_dev *p2 = data;
+	struct peach2_rp *rp = &p2->rp;
+	unsigned int max_us = min(READ_ONCE(peach2_rp_poll_us), PEACH2_RP_POLL_MAX_US);
+	ktime_t now = ktime_get();
+
+	/* Clear first: entries queued from now on raise it again. */
+	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
+	if (ktime_before(now, ktime_add_us(rp->served_at, 2 * max_us)))
+		rp->poll_us = max_us;
+	else if (rp->poll_us / 2 >= PEACH2_RP_POLL_MIN_US)
+		rp->poll_us = min(rp->poll_us / 2, max_us);
+	else
+		rp->poll_us = 0;
+	if (peach2_rp_serve(p2) <= 0)
+		return IRQ_HANDLED;
+	rp->served_at = ktime_get();
+	if (rp->poll_us)
+		peach2_rp_look(p2);
 	return IRQ_HANDLED;
 }
 
@@ -1821,6 +1902,8 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("reply_runs", atomic64_read(&s->reply_runs));
 	P2_LINE("replies", atomic64_read(&s->replies));
 	P2_LINE("replies_max", atomic64_read(&s->replies_max));
+	P2_LINE("polled", atomic64_read(&s->polled));
+	P2_LINE("poll_us", READ_ONCE(rp->poll_us));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
 		static const char * const names[] = {
 			"card_tx_sent", "card_rx_queued", "card_rx_refused",
