@@ -128,6 +128,49 @@ def test_queued_gets_share_chain_runs(cluster2):
                          after["replies_max"]))
 
 
+POLL_US = "/sys/module/peach2/parameters/rp_poll_us"
+
+
+def test_serving_thread_looks_for_the_next_request(cluster2):
+    """Node 1 gets from node 0 one at a time (every byte checked). With rp_poll_us=0 node
+    0's thread takes each request by its interrupt (sysfs `polled` unchanged, the look
+    `poll_us` 0); with the default it looks for the next one after answering and finds
+    many that way, with fewer request interrupts than requests. Requests 5 ms apart shrink
+    the look back to none (halved at each interrupt that came too late)."""
+    c = cluster2
+    default = int(check(c, 0, "cat %s" % POLL_US))
+    assert default > 0, default
+
+    def gets(args):
+        before, irqs = _rproxy(c, 0), _irqs(c, 0, "peach2-0-rp")
+        rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 5",
+                                           "get-verify --seed 5 --max-len 64 " + args)
+        assert rc_s == 0 and rc_c == 0, out_s + out_c
+        m = re.search(r"get-verify: (\d+) gets, \d+ bytes, (\d+) mismatches, (\d+) errors", out_c)
+        assert m and int(m.group(2)) == int(m.group(3)) == 0, out_c
+        after = _rproxy(c, 0)
+        d = {k: after[k] - before[k] for k in after}
+        d["irqs"] = _irqs(c, 0, "peach2-0-rp") - irqs
+        print("%s: served %d, polled %d, request interrupts %d, look now %d us"
+              % (args, d["served_read"], d["polled"], d["irqs"], after["poll_us"]))
+        assert d["served_read"] >= int(m.group(1)), d
+        return d, after
+
+    try:
+        check(c, 0, "echo 0 > %s" % POLL_US)
+        d, after = gets("--iters 300")
+        assert d["polled"] == 0 and after["poll_us"] == 0, d
+        assert d["irqs"] >= d["served_read"], d
+        check(c, 0, "echo %d > %s" % (default, POLL_US))
+        d, after = gets("--iters 1000")
+        # How many come soon enough for a look depends on the host's load: some do.
+        assert d["polled"] > 0 and d["irqs"] < d["served_read"], d
+        d, after = gets("--iters 12 --pause-us 5000")
+        assert after["poll_us"] == 0, after
+    finally:
+        check(c, 0, "echo %d > %s" % (default, POLL_US))
+
+
 def test_concurrent_atomics_from_two_nodes_give_the_exact_total(cluster2):
     """Node 1 adds 1 to a counter on node 0, 600 times, while node 0's own process adds
     1 to the same counter through its read proxy (a request to itself) 600 times: the

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../common/pattern.hpp"
@@ -141,6 +143,7 @@ struct VerifyOptions : ClientOptions {
     std::uint64_t min_len = 4;
     std::uint64_t max_len = 1ull << 20;
     std::uint64_t inflight = 1;  // > 1: non-blocking gets into separate slots
+    std::uint64_t pause_us = 0;  // before each get after the first
 };
 
 // One destination slot: [guard | max_len + 16 | guard].
@@ -218,6 +221,8 @@ int Verifier::run() {
     while (gets_ < o_.iters) {
         for (Slot& sl : slots) {
             if (!sl.busy && started < o_.iters) {
+                if (o_.pause_us && started)
+                    std::this_thread::sleep_for(std::chrono::microseconds(o_.pause_us));
                 ++started;
                 start(sl);
             }
@@ -299,6 +304,7 @@ int rp_get_verify(int argc, char** argv) {
     opts.u64("min-len", &o.min_len, "shortest get (>= 4)");
     opts.u64("max-len", &o.max_len, "longest get");
     opts.u64("inflight", &o.inflight, "gets in flight (1..64; > 1: non-blocking)");
+    opts.u64("pause-us", &o.pause_us, "sleep this long before each get after the first");
     if (const int rc = opts.parse(argc, argv))
         return rc == 2 ? 0 : 1;
     Client c("tca_check rp get-verify", o);
