@@ -165,6 +165,7 @@ typedef struct Peach2Shm {
     int offer_nfds;
     uint8_t *bounce;            /* the peer's bytes, copied out of its ring */
     uint64_t tx_total;          /* bytes written into our ring */
+    bool looking;               /* rx marked polled for a vCPU's RP_TAIL looks */
     Peach2Direct direct;
 } Peach2Shm;
 
@@ -201,6 +202,8 @@ struct Peach2State {
     QEMUBH *service_bh;
     QEMUTimer *wc_timer;
     QEMUTimer *dma_timer;
+    QEMUTimer *look_timer;   /* ends the rings' polled mark after the looks */
+    int64_t last_look_ns;    /* the last RP_TAIL read (QEMU_CLOCK_REALTIME) */
     int64_t dma_burst_start; /* when the current burst of slices began */
     bool dma_run;            /* slices follow each other (a deferral chain) */
     bool dma_deferred;       /* the last service asked for more */
@@ -1016,6 +1019,9 @@ static bool peach2_shm_poll(Peach2Port *p)
         }
         cpu_relax();
     } while (get_clock() < until);
+    if (p->shm.looking) { /* a vCPU's looks keep the ring marked */
+        return more || peach2_shm_ring_readable(p->shm.rx);
+    }
     /* Written after our last look and before the peer saw us stop? */
     return peach2_shm_ring_set_polling(p->shm.rx, false) || more;
 }
@@ -1765,17 +1771,39 @@ static bool peach2_is_dma_status(hwaddr addr)
  * answered (driver/rproxy.c, rp_poll_us): the next request may sit in a
  * shared-memory ring whose eventfd has not woken our main loop yet. The
  * vCPU, which waits anyway, takes in what the rings hold, as the main loop
- * would, and reads TAIL after it (docs/hardware.md §6).
+ * would, and reads TAIL after it (docs/hardware.md §9). While it
+ * looks, the rings are marked polled, so that the peers do not kick: a
+ * kick would wake the main loop, whose hold of the I/O lock then makes the
+ * looking vCPU sleep on it and wait for a wake-up of its own. Only reads
+ * that follow each other within PEACH2_LOOK_GAP_NS are looks (the driver
+ * reads TAIL once per interrupt too); PEACH2_LOOK_HOLD_NS after the last
+ * one the main loop takes the mark off (and in what came meanwhile).
  */
+#define PEACH2_LOOK_GAP_NS (10 * SCALE_US)
+#define PEACH2_LOOK_HOLD_NS (100 * SCALE_US)
+
 static void peach2_link_look(Peach2State *s)
 {
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    bool looks = now - s->last_look_ns < PEACH2_LOOK_GAP_NS;
     bool got = false;
     unsigned i;
 
+    s->last_look_ns = now;
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         Peach2Port *p = &s->ports[i];
 
-        if (p->shm.rx && peach2_shm_ring_readable(p->shm.rx)) {
+        if (!p->shm.rx) {
+            continue;
+        }
+        if (looks && !p->shm.looking) {
+            p->shm.looking = true;
+            peach2_shm_ring_set_polling(p->shm.rx, true);
+        }
+        if (p->shm.looking && !timer_pending(s->look_timer)) {
+            timer_mod(s->look_timer, now + PEACH2_LOOK_HOLD_NS);
+        }
+        if (peach2_shm_ring_readable(p->shm.rx)) {
             peach2_shm_receive(p);
             got = true;
         }
@@ -1784,6 +1812,30 @@ static void peach2_link_look(Peach2State *s)
         trace_peach2_link_look(s->node_id);
         peach2_send_queued(s);
     }
+}
+
+/* The looks ended: the peers kick again; what came meanwhile is read now. */
+static void peach2_look_timer(void *opaque)
+{
+    Peach2State *s = opaque;
+    int64_t end = s->last_look_ns + PEACH2_LOOK_HOLD_NS;
+    unsigned i;
+
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
+        timer_mod(s->look_timer, end);
+        return;
+    }
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Port *p = &s->ports[i];
+
+        if (p->shm.rx && p->shm.looking) {
+            p->shm.looking = false;
+            if (peach2_shm_ring_set_polling(p->shm.rx, false)) {
+                peach2_shm_receive(p);
+            }
+        }
+    }
+    peach2_send_queued(s);
 }
 
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -2060,6 +2112,7 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->wc_first_look_ns = PEACH2_WC_IDLE_NS;
     s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_schedule_service,
                                 s);
+    s->look_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_look_timer, s);
     cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -2102,6 +2155,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         s->wc_timer = NULL;
         timer_free(s->dma_timer);
         s->dma_timer = NULL;
+        timer_free(s->look_timer);
+        s->look_timer = NULL;
         cpu_wc_flush_unregister(peach2_wc_fence, s);
         peach2_direct_free(s);
         return;
@@ -2153,6 +2208,7 @@ static void peach2_exit(PCIDevice *pdev)
     if (s->wc_timer) {
         timer_free(s->wc_timer);
         timer_free(s->dma_timer);
+        timer_free(s->look_timer);
         cpu_wc_flush_unregister(peach2_wc_fence, s);
     }
     if (s->trace_file) {
