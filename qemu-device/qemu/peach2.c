@@ -918,6 +918,7 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     Peach2Direct *d;
     Peach2DirectArea *a;
     uint64_t gen, lo, hi, base, end, ram_off, off;
+    const char *why = "no range holds it";
     bool done = false;
 
     RCU_READ_LOCK_GUARD(); /* peach2_ram_at's pointer */
@@ -929,18 +930,25 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     a = d->peer_area;
     if (!p->shm_on || !a || p->fault.cut ||
         (p->fault.hold_until &&
-         qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < p->fault.hold_until) ||
-        qatomic_load_acquire(&a->applied) != p->shm.tx_total) {
+         qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < p->fault.hold_until)) {
+        return false;
+    }
+    if (qatomic_load_acquire(&a->applied) != p->shm.tx_total) {
+        trace_peach2_direct_refused(s->node_id, port, addr, len,
+                                    "packets before it not applied yet");
         return false;
     }
     gen = qatomic_load_acquire(&a->gen);
     if (!gen || (gen & 1)) {
+        trace_peach2_direct_refused(s->node_id, port, addr, len,
+                                    "the peer's ranges are changing");
         return false;
     }
     qatomic_set(&a->writer, gen);
     smp_mb(); /* mark, then look again; the owner: gen, then our mark */
     /* accept under the generation: a stall published before it holds */
     if (qatomic_read(&a->gen) != gen || !qatomic_read(&a->accept)) {
+        why = "the peer's ranges changed, or it takes none";
         goto out;
     }
     /* The last range that starts at or below addr. */
@@ -972,6 +980,7 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     if (!buf) {
         buf = peach2_ram_at(s, src, len);
         if (!buf) {
+            why = "the source is not in our RAM";
             goto out;
         }
     }
@@ -985,6 +994,9 @@ static bool peach2_direct_apply(Peach2State *s, unsigned port, uint64_t addr,
     trace_peach2_direct_write(s->node_id, port, addr, len);
 out:
     qatomic_store_release(&a->writer, 0);
+    if (!done) {
+        trace_peach2_direct_refused(s->node_id, port, addr, len, why);
+    }
     return done;
 }
 
