@@ -151,10 +151,10 @@ module_param_named(rp_timeout_ms, peach2_rp_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(rp_timeout_ms,
 		 "abort a read-proxy reply that makes no progress for this long, or is not done after this long + len / (16 MB/s) (default 2000 ms, at least 10)");
 
-static unsigned int peach2_rp_poll_us = 200;
+static unsigned int peach2_rp_poll_us;
 module_param_named(rp_poll_us, peach2_rp_poll_us, uint, 0644);
 MODULE_PARM_DESC(rp_poll_us,
-		 "after answering, look for the next read-proxy request up to this long before waiting for its interrupt (adaptive; default 200 us, 0: never, at most 1000)");
+		 "after answering, look for the next read-proxy request up to this long before waiting for its interrupt (adaptive; at most 1000 us; default 0: never; requesters then spend this CPU's time)");
 
 static unsigned int peach2_rp_chain_max = PEACH2_RP_BUDGET;
 module_param_named(rp_chain_max, peach2_rp_chain_max, uint, 0644);
