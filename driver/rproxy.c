@@ -1523,6 +1523,19 @@ static int peach2_rp_serve(struct peach2_dev *p2)
  * within twice that of the last answer (its interrupt's own delay
  * included: a look would have found it), else halved, down to none.
  */
+/* peach2_rp_serve() within a look: what it takes counts as found by looking. */
+static int peach2_rp_serve_looking(struct peach2_dev *p2)
+{
+	struct peach2_rp *rp = &p2->rp;
+	int taken = peach2_rp_serve(p2);
+
+	if (taken > 0) {
+		atomic64_add(taken, &rp->stats.polled);
+		rp->served_at = ktime_get();
+	}
+	return taken;
+}
+
 static void peach2_rp_look(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
@@ -1531,16 +1544,13 @@ static void peach2_rp_look(struct peach2_dev *p2)
 
 	peach2_int_mask_set(p2, PEACH2_INT_RP, true);
 	while (!READ_ONCE(rp->stopping) && !need_resched()) {
-		taken = peach2_rp_serve(p2);
+		taken = peach2_rp_serve_looking(p2);
 		if (taken < 0)
 			break;
-		if (taken) {
-			atomic64_add(taken, &rp->stats.polled);
-			rp->served_at = ktime_get();
+		if (taken)
 			until = ktime_add_us(rp->served_at, rp->poll_us);
-		} else if (ktime_after(ktime_get(), until)) {
+		else if (ktime_after(ktime_get(), until))
 			break;
-		}
 		cpu_relax();
 	}
 	/*
@@ -1548,13 +1558,8 @@ static void peach2_rp_look(struct peach2_dev *p2)
 	 * sets the status bit, and unmasking sends its message.
 	 */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
-	if (taken >= 0 && !READ_ONCE(rp->stopping)) {
-		taken = peach2_rp_serve(p2);
-		if (taken > 0) {
-			atomic64_add(taken, &rp->stats.polled);
-			rp->served_at = ktime_get();
-		}
-	}
+	if (taken >= 0 && !READ_ONCE(rp->stopping))
+		peach2_rp_serve_looking(p2);
 	peach2_int_mask_set(p2, PEACH2_INT_RP, false);
 }
 
