@@ -100,6 +100,11 @@ static void fence_accumulate(MPI_Win win, uint8_t *base, const char *kind)
 		printf("  %-8s fence: MPI_Accumulate(SUM) from every rank to every rank, up to %zu "
 		       "x int64: OK\n", kind, counts[k - 1]);
 	free(add);
+	/*
+	 * A fence is no barrier for what follows: a rank may leave it, lock the
+	 * window and put into ours (passive()) while we still read the sums.
+	 */
+	MPIT_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 static void passive(MPI_Win win, uint8_t *base, const char *kind)
