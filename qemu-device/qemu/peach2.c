@@ -115,7 +115,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  */
 #define PEACH2_DIRECT_MAGIC 0x5443455249443250ull /* "P2DIRECT" */
 #define PEACH2_DIRECT_WAIT_NS (20 * SCALE_MS)
-#define PEACH2_DIRECT_PUBLISH_NS SCALE_MS /* after the last filter command */
+#define PEACH2_DIRECT_PUBLISH_NS (100 * SCALE_US) /* after the last filter command */
 
 typedef struct Peach2DirectRange {
     uint64_t base, end;   /* bus addresses, [base, end) */
@@ -1788,8 +1788,9 @@ static bool peach2_is_dma_status(hwaddr addr)
  * kick would wake the main loop, whose hold of the I/O lock then makes the
  * looking vCPU sleep on it and wait for a wake-up of its own. Only reads
  * that follow each other within PEACH2_LOOK_GAP_NS are looks (the driver
- * reads TAIL once per interrupt too); PEACH2_LOOK_HOLD_NS after the last
- * one the main loop takes the mark off (and in what came meanwhile).
+ * reads TAIL once per interrupt too). The mark comes off when the driver
+ * unmasks the request interrupt (its look is over), or at the latest
+ * PEACH2_LOOK_HOLD_NS after the last look; what came meanwhile is read then.
  */
 #define PEACH2_LOOK_GAP_NS (10 * SCALE_US)
 #define PEACH2_LOOK_HOLD_NS (100 * SCALE_US)
@@ -1827,16 +1828,10 @@ static void peach2_link_look(Peach2State *s)
 }
 
 /* The looks ended: the peers kick again; what came meanwhile is read now. */
-static void peach2_look_timer(void *opaque)
+static void peach2_look_end(Peach2State *s)
 {
-    Peach2State *s = opaque;
-    int64_t end = s->last_look_ns + PEACH2_LOOK_HOLD_NS;
     unsigned i;
 
-    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
-        timer_mod(s->look_timer, end);
-        return;
-    }
     for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
         Peach2Port *p = &s->ports[i];
 
@@ -1848,6 +1843,18 @@ static void peach2_look_timer(void *opaque)
         }
     }
     peach2_send_queued(s);
+}
+
+static void peach2_look_timer(void *opaque)
+{
+    Peach2State *s = opaque;
+    int64_t end = s->last_look_ns + PEACH2_LOOK_HOLD_NS;
+
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
+        timer_mod(s->look_timer, end);
+        return;
+    }
+    peach2_look_end(s);
 }
 
 static uint64_t peach2_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -1892,6 +1899,10 @@ static void peach2_regs_write(void *opaque, hwaddr addr, uint64_t val,
     s->in_reg_write = false;
     /* An inbound filter command: the peers' direct writes see it now. */
     peach2_direct_update(s);
+    if (addr == PEACH2_REG_INT_MASK && !(val & PEACH2_INT_RP)) {
+        /* The driver takes requests by interrupt again: its looks ended. */
+        peach2_look_end(s);
+    }
     if (s->service_after_write) {
         /* A DMA start: its first slice now, under the MMIO's guard. */
         s->service_after_write = false;
