@@ -141,6 +141,7 @@ struct peach2_rp_stats {
 	atomic64_t replies;		/* requests those chains answered */
 	atomic64_t replies_max;		/* the most one chain answered */
 	atomic64_t polled;		/* entries found by looking, not by interrupt */
+	atomic64_t looks_yielded;	/* looks ended for another task's sake */
 };
 
 struct peach2_rp_reply;
@@ -216,6 +217,8 @@ struct peach2_rp {
 	/* The serving thread's look for the next request (rproxy.c). */
 	u32 poll_us;			/* 0: none; at most rp_poll_us */
 	ktime_t served_at;		/* its last answer */
+	ktime_t share_start;		/* the window looks are counted in */
+	s64 share_ns;			/* what looks spun in it */
 	struct peach2_rp_src src[PEACH2_MAX_NODES];
 	/*
 	 * Protects @stopping and orders the writes of RP_HEAD (thread) and

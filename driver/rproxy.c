@@ -69,6 +69,7 @@
 #include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/random.h>
+#include <linux/sched/stat.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -102,6 +103,11 @@
 /* The longest look for the next request (rp_poll_us), and the shortest. */
 #define PEACH2_RP_POLL_MAX_US	1000u
 #define PEACH2_RP_POLL_MIN_US	10u
+/*
+ * While another task wants this CPU, looks spin at most half of each
+ * window: requesters cannot take the CPU from this node's programs.
+ */
+#define PEACH2_RP_SHARE_WINDOW_NS	(10 * NSEC_PER_MSEC)
 /* A reply must end within rp_timeout_ms + len / this many bytes per ms. */
 #define PEACH2_RP_MIN_BYTES_PER_MS	16000u
 /* Wrong keys a node may send per window before it is throttled. */
@@ -1517,11 +1523,16 @@ static int peach2_rp_serve(struct peach2_dev *p2)
 /*
  * A requester usually sends its next request as soon as it has the answer:
  * after answering, the thread looks for it a while rather than sleep and be
- * woken by the interrupt (masked meanwhile). Whoever else wants this CPU
- * ends the look at once. The look adapts, as KVM's halt polling does, at
- * each request that comes by interrupt: back to rp_poll_us when it came
- * within twice that of the last answer (its interrupt's own delay
- * included: a look would have found it), else halved, down to none.
+ * woken by the interrupt (masked meanwhile). The look adapts, as KVM's halt
+ * polling does, at each request that comes by interrupt: back to
+ * rp_poll_us when it came within twice that of the last answer (its
+ * interrupt's own delay included: a look would have found it), else
+ * halved, down to none. The thread runs at real-time priority, so no
+ * ordinary task preempts a look: while another one is runnable here, looks
+ * spin at most half of each PEACH2_RP_SHARE_WINDOW_NS (KVM's halt polling
+ * stops at once then; a node's own program that spins for its MPI
+ * messages would end every look, and the requests it waits for would wait
+ * for interrupts).
  */
 /* peach2_rp_serve() within a look: what it takes counts as found by looking. */
 static int peach2_rp_serve_looking(struct peach2_dev *p2)
@@ -1536,23 +1547,43 @@ static int peach2_rp_serve_looking(struct peach2_dev *p2)
 	return taken;
 }
 
+/* May a look that began at @start go on at @now? Counts what it spun. */
+static bool peach2_rp_look_shares(struct peach2_rp *rp, ktime_t start, ktime_t now)
+{
+	s64 spun = ktime_to_ns(ktime_sub(now, start));
+
+	if (ktime_to_ns(ktime_sub(now, rp->share_start)) >= PEACH2_RP_SHARE_WINDOW_NS) {
+		rp->share_start = now;
+		rp->share_ns = 0;
+	}
+	if (single_task_running() ||
+	    rp->share_ns + spun < PEACH2_RP_SHARE_WINDOW_NS / 2)
+		return true;
+	atomic64_inc(&rp->stats.looks_yielded);
+	return false;
+}
+
 static void peach2_rp_look(struct peach2_dev *p2)
 {
 	struct peach2_rp *rp = &p2->rp;
-	ktime_t until = ktime_add_us(ktime_get(), rp->poll_us);
+	ktime_t start = ktime_get(), now = start;
+	ktime_t until = ktime_add_us(start, rp->poll_us);
 	int taken = 0;
 
 	peach2_int_mask_set(p2, PEACH2_INT_RP, true);
-	while (!READ_ONCE(rp->stopping) && !need_resched()) {
+	while (!READ_ONCE(rp->stopping) && !need_resched() &&
+	       peach2_rp_look_shares(rp, start, now)) {
 		taken = peach2_rp_serve_looking(p2);
 		if (taken < 0)
 			break;
+		now = ktime_get();
 		if (taken)
 			until = ktime_add_us(rp->served_at, rp->poll_us);
-		else if (ktime_after(ktime_get(), until))
+		else if (ktime_after(now, until))
 			break;
 		cpu_relax();
 	}
+	rp->share_ns += ktime_to_ns(ktime_sub(ktime_get(), start));
 	/*
 	 * Clear, look once more, unmask: an entry queued after that look
 	 * sets the status bit, and unmasking sends its message.
@@ -1909,6 +1940,7 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("replies_max", atomic64_read(&s->replies_max));
 	P2_LINE("polled", atomic64_read(&s->polled));
 	P2_LINE("poll_us", READ_ONCE(rp->poll_us));
+	P2_LINE("looks_yielded", atomic64_read(&s->looks_yielded));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
 		static const char * const names[] = {
 			"card_tx_sent", "card_rx_queued", "card_rx_refused",

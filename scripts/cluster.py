@@ -303,6 +303,21 @@ def _fmt_props(props):
     return ",".join("%s=%s" % (k, v) for k, v in props.items())
 
 
+# How long a serving read-proxy thread looks for the next request (driver
+# parameter rp_poll_us) when every guest has a host CPU to itself: a get then takes
+# ~12 µs instead of ~80-100 (docs/notes.md, twenty-fifth session). Off when guests share
+# CPUs (ring:8 on 2 cores: MPI jobs up to 2.3x slower) and on socket cables, whose
+# requests come through the main loop whatever the guest looks at.
+RP_LOOK_US = 200
+
+
+def rp_look_us(n, transport="unix", link_transport="shm"):
+    """rp_poll_us for the guests of an n-node cluster on this host (0: no look)."""
+    if transport != "unix" or link_transport not in ("shm", "shm-ring"):
+        return 0
+    return RP_LOOK_US if n <= len(os.sched_getaffinity(0)) else 0
+
+
 def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
               cables=None, device_props=None, extra_args=None, boot=0, with_device=True,
               loglevel=4, tcp_ports=None, root_image=None, network=False, link_transport="shm"):
@@ -852,6 +867,9 @@ class Cluster:
         self.transport = transport
         if firmware:
             append = ("%s peach2.firmware=%s" % (append, firmware)).strip()
+        look = rp_look_us(n, transport, link_transport)
+        if look and "peach2.rp_poll_us=" not in append:
+            append = ("%s peach2.rp_poll_us=%d" % (append, look)).strip()
         self.qemu = qemu or default_qemu()
         self.kernel = kernel or default_kernel()
         self.initrd = initrd or default_initrd()
