@@ -1440,7 +1440,8 @@ TEST_F(rp, sysfs_rproxy)
 		"refused_range", "refused_align", "refused_replay",
 		"refused_throttled", "reply_errors", "ring_errors",
 		"exports", "submitted", "reply_runs", "replies",
-		"replies_max", "card_tx_sent",
+		"replies_max", "polled", "poll_us", "looks_yielded",
+		"card_tx_sent",
 		"card_rx_queued", "card_rx_refused", "card_rx_dropped",
 	};
 	long long ring, sub0, sent0;
