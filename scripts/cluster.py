@@ -304,8 +304,8 @@ def _fmt_props(props):
 
 
 # How long a serving read-proxy thread looks for the next request (driver
-# parameter rp_poll_us) when every guest has a host CPU to itself: a get then takes
-# ~12 µs instead of ~80-100 (docs/notes.md, twenty-fifth session). Off when guests share
+# parameter rp_poll_us) when every guest has a host CPU to itself: a get of 8 bytes then
+# takes ~8 µs instead of ~45-75 (docs/notes.md, twenty-sixth session). Off when guests share
 # CPUs (ring:8 on 2 cores: MPI jobs up to 2.3x slower) and on socket cables, whose
 # requests come through the main loop whatever the guest looks at.
 RP_LOOK_US = 200
