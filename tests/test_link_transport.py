@@ -9,7 +9,8 @@ transports), and the shared-memory path is shown to refuse writes outside regist
 buffers, keep order, and survive a peer killed in the middle of a PIO stream and of a
 DMA stream. On shared memory the cards also write straight into their neighbours' RAM
 (direct writes): shown to carry PIO, DMA and get with the counters of both cards agreeing,
-forced off with link_transport="shm-ring", and a peer that holds a direct write is dropped.
+forced off with link_transport="shm-ring", and a peer that holds a direct write is dropped
+(one that finishes it late is waited for).
 """
 
 import fcntl
@@ -18,6 +19,8 @@ import os
 import re
 import socket
 import struct
+import threading
+import time
 
 import pytest
 
@@ -330,45 +333,100 @@ def test_shm_rogue_peer_is_dropped_not_fatal(shm2, rogue):
     pio_pair(c, 0, 1)
 
 
+class DirectHolder:
+    """Node 1 killed and a rogue in its place on node 0's E cable, with node 0's direct
+    area mapped: it announces a direct write under the area's generation (offset 64,
+    `writer`) and makes none, as a writer whose thread the host does not run would."""
+
+    def __init__(self, c):
+        self.c = c
+        c.kill_node(1)
+        wait_sysfs(c, 0, "link_e", "down", timeout=15)
+        self.s, self.mm, self.efd, self.card_wake, extra = rogue_connect(
+            link_socket_path(c.run_dir, 0, "E"), keep_direct=True)
+        self.area = None
+        assert extra, "node 0 offered no direct area to a peer of its own user"
+        ram_fd, area_fd = extra
+        os.close(ram_fd)
+        self.area = mmap.mmap(area_fd, 0)
+        os.close(area_fd)
+        gen = self.gen()
+        assert gen % 2 == 0, gen
+        struct.pack_into("<Q", self.area, 64, gen)  # "writing under gen"
+
+    def gen(self):
+        return struct.unpack_from("<Q", self.area, 8)[0]
+
+    def release(self):
+        struct.pack_into("<Q", self.area, 64, 0)
+
+    def change_filter(self):
+        """A buffer registered on node 0: its inbound filter changes."""
+        check(self.c, 0, "tca_check pio recv --peer 1 --size 4096 --guard 0 "
+              "--exchange-timeout-ms 1000; true", timeout=60)
+
+    def close(self):
+        """Closes the rogue's end; node 1 back, PIO between them again."""
+        self.s.close()
+        self.mm.close()
+        if self.area is not None:
+            self.area.close()
+        os.close(self.efd)
+        os.close(self.card_wake)
+        c = self.c
+        assert c.nodes[0].alive(), "node 0's QEMU died"
+        check(c, 0, "true")
+        c.restart_node(1)
+        wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
+        pio_pair(c, 0, 1)
+
+
+def test_peer_slow_to_finish_a_direct_write_keeps_its_link(shm2):
+    """A peer whose direct write ends 100 ms late (a host with more guests than CPUs may
+    not run its thread for that long): node 0's filter change waits for it and the cable
+    stays up. Until e14d03b the card gave up after 20 ms and dropped the link (ring:8 on 2
+    cores lost links that way)."""
+    h = DirectHolder(shm2)
+    try:
+        late = {}
+
+        def release_late():
+            # The card makes the generation odd at the filter change, then waits.
+            deadline = time.monotonic() + 60
+            while h.gen() % 2 == 0 and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            if h.gen() % 2:
+                time.sleep(0.1)
+                late["held_s"] = 0.1
+            h.release()
+
+        t = threading.Thread(target=release_late, daemon=True)
+        t.start()
+        h.change_filter()
+        t.join(70)
+        assert late, "node 0's filter change never waited for the writer"
+        h.s.settimeout(3)
+        with pytest.raises(socket.timeout):
+            h.s.recv(1)  # still connected: the card closes the socket when it drops us
+        assert "held a direct write" not in qemu_log(shm2, 0)
+    finally:
+        h.close()
+
+
 def test_peer_holding_a_direct_write_is_dropped(shm2):
     """A peer that announces a direct write and never finishes it: node 0's card waits at
     most 250 ms when its inbound filter changes, then drops that link; its guest goes on and
     the real node 1 reconnects. (Last in the file: QEMU says the first three transport
     failures of a port, then every 100th ("held a direct write over 250 ms"), and the
     rogue tests above count on seeing theirs.)"""
-    c = shm2
-    c.kill_node(1)
-    wait_sysfs(c, 0, "link_e", "down", timeout=15)
-    s, mm, efd, card_wake, extra = rogue_connect(link_socket_path(c.run_dir, 0, "E"),
-                                                 keep_direct=True)
-    area = None
+    h = DirectHolder(shm2)
     try:
-        assert extra, "node 0 offered no direct area to a peer of its own user"
-        ram_fd, area_fd = extra
-        os.close(ram_fd)
-        area = mmap.mmap(area_fd, 0)
-        os.close(area_fd)
-        gen = struct.unpack_from("<Q", area, 8)[0]
-        assert gen % 2 == 0, gen
-        struct.pack_into("<Q", area, 64, gen)  # "writing under gen", forever
         # Holding alone costs nothing: the cable stays up while the filter stays.
-        s.settimeout(3)
+        h.s.settimeout(3)
         with pytest.raises(socket.timeout):
-            s.recv(1)
-        # A buffer registered on node 0 changes its inbound filter.
-        check(c, 0, "tca_check pio recv --peer 1 --size 4096 --guard 0 "
-              "--exchange-timeout-ms 1000; true", timeout=60)
-        s.settimeout(20)
-        wait_until(lambda: s.recv(1) == b"", timeout=15, what="node 0 to drop the holder")
+            h.s.recv(1)
+        h.change_filter()
+        h.s.settimeout(20)
+        wait_until(lambda: h.s.recv(1) == b"", timeout=15, what="node 0 to drop the holder")
     finally:
-        s.close()
-        mm.close()
-        if area is not None:
-            area.close()
-        os.close(efd)
-        os.close(card_wake)
-    assert c.nodes[0].alive(), "node 0's QEMU died"
-    check(c, 0, "true")
-    c.restart_node(1)
-    wait_sysfs(c, 0, "link_e", lambda v: v.startswith("up"), timeout=30)
-    pio_pair(c, 0, 1)
+        h.close()
