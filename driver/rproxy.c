@@ -501,11 +501,13 @@ static_assert(sizeof(struct peach2_rp_piece_le) == sizeof(struct peach2_rp_piece
 
 /*
  * The reply pieces of [off, off + len) of buffer @handle of @ctx: its
- * physically contiguous runs, at most PEACH2_RP_MAX_PIECES, into @list
- * (bus addresses). Returns the number of pieces or -errno.
+ * physically contiguous runs, at most @room (PEACH2_RP_MAX_PIECES: -EINVAL
+ * past it), into @list (bus addresses). Returns the number of pieces, or
+ * -E2BIG when more than a smaller @room, or -errno.
  */
 static int peach2_rp_reply_list(struct peach2_file *ctx, u32 handle, u64 off,
-				u32 len, struct peach2_rp_piece_le *list)
+				u32 len, struct peach2_rp_piece_le *list,
+				int room)
 {
 	const struct peach2_mem *mem;
 	struct peach2_buf *buf;
@@ -531,8 +533,8 @@ static int peach2_rp_reply_list(struct peach2_file *ctx, u32 handle, u64 off,
 			le32_add_cpu(&list[n - 1].len, piece);
 			continue;
 		}
-		if (n == PEACH2_RP_MAX_PIECES) {
-			n = -EINVAL;
+		if (n == room) {
+			n = room < PEACH2_RP_MAX_PIECES ? -E2BIG : -EINVAL;
 			break;
 		}
 		list[n].addr = cpu_to_le64(bus);
@@ -660,18 +662,28 @@ long peach2_ioctl_rp_submit(struct peach2_file *ctx, void __user *argp)
 			return -EINVAL;
 	}
 	if (req.op == PEACH2_RP_OP_READ) {
-		/* One piece goes in the request; more in a list after it. */
-		list = kmalloc(PEACH2_RP_LIST_SIZE, GFP_KERNEL);
-		if (!list)
-			return -ENOMEM;
+		/*
+		 * One piece goes in the request (most replies: no list to
+		 * allocate); more in a list after it.
+		 */
+		struct peach2_rp_piece_le one;
+
 		n = peach2_rp_reply_list(ctx, req.reply_handle, req.reply_offset,
-					 req.len, list);
+					 req.len, &one, 1);
+		if (n == -E2BIG) {
+			list = kmalloc(PEACH2_RP_LIST_SIZE, GFP_KERNEL);
+			if (!list)
+				return -ENOMEM;
+			n = peach2_rp_reply_list(ctx, req.reply_handle,
+						 req.reply_offset, req.len, list,
+						 PEACH2_RP_MAX_PIECES);
+		}
 		if (n < 0) {
 			kfree(list);
 			return n;
 		}
 		if (n == 1) {
-			reply = le64_to_cpu(list[0].addr);
+			reply = le64_to_cpu((list ? list : &one)->addr);
 			n = 0;
 		}
 	}
