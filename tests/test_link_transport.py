@@ -388,7 +388,7 @@ def test_peer_slow_to_finish_a_direct_write_keeps_its_link(shm2):
     cores lost links that way)."""
     h = DirectHolder(shm2)
     try:
-        late = {}
+        waited = threading.Event()
 
         def release_late():
             # The card makes the generation odd at the filter change, then waits.
@@ -397,14 +397,14 @@ def test_peer_slow_to_finish_a_direct_write_keeps_its_link(shm2):
                 time.sleep(0.0005)
             if h.gen() % 2:
                 time.sleep(0.1)
-                late["held_s"] = 0.1
+                waited.set()
             h.release()
 
         t = threading.Thread(target=release_late, daemon=True)
         t.start()
         h.change_filter()
         t.join(70)
-        assert late, "node 0's filter change never waited for the writer"
+        assert waited.is_set(), "node 0's filter change never waited for the writer"
         h.s.settimeout(3)
         with pytest.raises(socket.timeout):
             h.s.recv(1)  # still connected: the card closes the socket when it drops us
