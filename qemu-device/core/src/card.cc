@@ -44,7 +44,7 @@ void Card::reset() {
     // byte loop over 64 KiB is not turned into memset and cost most of a
     // fuzz run's time (docs/notes.md, fuzz-speed).
     std::memset(cardmem_.data(), 0, cardmem_.size());
-    open_.reset();
+    wc_.open = false;
     links_.reset();
     router_.reset();
     dma_.reset();
@@ -180,41 +180,41 @@ unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
         combine(off, val, size);
     // The caller (the vCPU's store) sends what this queued itself, right
     // after the call: no bottom half, no hand-over of the I/O lock.
-    return (tx_pending() ? PEACH2_WINDOW_TX_PENDING : 0u) | (open_ ? PEACH2_WINDOW_WC_OPEN : 0u);
+    return (tx_pending() ? PEACH2_WINDOW_TX_PENDING : 0u) | (wc_.open ? PEACH2_WINDOW_WC_OPEN : 0u);
 }
 
 // Merge contiguous stores into one packet, as a write-combining buffer and
 // PCIe's max payload do: never past PEACH2_WC_MAX bytes or a 4 KiB boundary.
 void Card::combine(uint64_t off, uint64_t val, unsigned size) {
-    uint8_t bytes[8];
-    store_le(bytes, val, size);
+    std::array<uint8_t, 16> bytes{};  // a word past any piece: see OpenWrite
+    store_le(bytes.data(), val, 8);   // size <= 8; the bytes past it do not count
     for (unsigned done = 0; done < size;) {
         const uint64_t addr = off + done;
         const unsigned piece =
             static_cast<unsigned>(std::min<uint64_t>(size - done, kPage - addr % kPage));
-        const bool merge = open_ && open_->addr + open_->len == addr &&
-                           open_->len + piece <= PEACH2_WC_MAX && addr % kPage != 0;
+        const bool merge = wc_.open && wc_.addr + wc_.len == addr &&
+                           wc_.len + piece <= PEACH2_WC_MAX && addr % kPage != 0;
         if (!merge) {
             close_write();
-            // Not emplace(): clang (the fuzz builds) cannot default-construct a
-            // nested class with member initializers inside std::optional.
-            open_ = OpenWrite{};
-            open_->addr = addr;
+            wc_.open = true;
+            wc_.addr = addr;
+            wc_.len = 0;
         }
-        std::memcpy(open_->data.data() + open_->len, bytes + done, piece);
-        open_->len += piece;
+        std::memcpy(wc_.data.data() + wc_.len, bytes.data() + done, 8);
+        wc_.len += piece;
         done += piece;
     }
 }
 
 void Card::close_write() {
-    if (!open_)
+    if (!wc_.open)
         return;
-    const OpenWrite w = *open_;
-    open_.reset();
+    // Closed before it goes: nothing on the way (an error report, a direct
+    // write) stores into the window, so the bytes stay as they are.
+    wc_.open = false;
     sat_inc(host_counters_.rx_pkts);
-    host_counters_.rx_bytes += w.len;
-    route_write(w.addr, w.bytes(), {});
+    host_counters_.rx_bytes += wc_.len;
+    route_write(wc_.addr, wc_.bytes(), {});
 }
 
 // Work that must not run inside a register write or a store: the bottom half.

@@ -78,7 +78,7 @@ public:
     uint64_t window_read(uint64_t off, unsigned size);
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
     void close_write();
-    bool write_open() const noexcept { return open_.has_value(); }
+    bool write_open() const noexcept { return wc_.open; }
     // max_dma_bytes: DMA per channel in this slice (0: the usual slice).
     void service(uint64_t max_dma_bytes = 0);
     unsigned tx_pending() const { return links_.tx_pending(); }
@@ -152,12 +152,15 @@ public:
     }
 
 private:
-    // Write-combining buffer: contiguous stores merge into one packet. A
-    // fixed array, as every store of a PIO stream passes through it.
+    // Write-combining buffer: contiguous stores merge into one packet. Every
+    // store of a PIO stream passes through it, so it is a fixed array that
+    // opening never clears, with 8 spare bytes: a store copies a whole word
+    // (one move) and only its own bytes count (len).
     struct OpenWrite {
-        uint64_t addr = 0;
+        bool open = false;
         uint32_t len = 0;
-        std::array<uint8_t, PEACH2_WC_MAX> data;
+        uint64_t addr = 0;
+        std::array<uint8_t, PEACH2_WC_MAX + 8> data;
         std::span<const uint8_t> bytes() const noexcept { return {data.data(), len}; }
     };
 
@@ -197,7 +200,7 @@ private:
     PortCounters host_counters_;            // port N: rx = CPU stores in, tx = writes delivered
     std::array<LogLimiter, 2> log_limits_;  // by level; a reset does not reopen them
     std::vector<uint8_t> cardmem_;
-    std::optional<OpenWrite> open_;
+    OpenWrite wc_;
     // The next packet number towards each node. Kept over a guest reset, like
     // the links, so that numbers never repeat within a run.
     std::array<uint32_t, PEACH2_MAX_NODES> next_number_{};

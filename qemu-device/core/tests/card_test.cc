@@ -150,6 +150,25 @@ TEST_F(CardTest, StoresNeverCrossA4KiBBoundary) {
     EXPECT_EQ(host.mem[0x3004], 8);
 }
 
+TEST_F(CardTest, StoresOfMixedSizesMergeByteForByte) {
+    // Each store copies a whole word into the combining buffer; only its
+    // own bytes count, whatever the value holds above its size.
+    const std::pair<unsigned, uint64_t> stores[] = {
+        {1, 0xffffffffffffff01ull}, {2, 0xffffffffffff0302ull}, {4, 0xffffffff07060504ull},
+        {8, 0x0f0e0d0c0b0a0908ull}, {1, 0xeeeeeeeeeeeeee10ull}};
+    uint64_t off = 0x400;
+    for (const auto& [size, val] : stores) {
+        peach2_core_window_write(c(), off, val, size);
+        off += size;
+    }
+    peach2_core_service(c());
+    ASSERT_EQ(host.writes.size(), 1u);
+    EXPECT_EQ(host.writes[0], std::make_pair(uint64_t{0x400}, size_t{16}));
+    for (unsigned i = 0; i < 16; ++i)
+        EXPECT_EQ(host.mem[0x400 + i], i + 1) << "byte " << i;
+    EXPECT_EQ(host.mem[0x410], 0);  // nothing past the last store
+}
+
 TEST_F(CardTest, NonContiguousStoresKeepTheirOrder) {
     peach2_core_window_write(c(), 0x100, 0x11, 1);
     peach2_core_window_write(c(), 0x200, 0x22, 1);
