@@ -186,8 +186,6 @@ unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
 // Merge contiguous stores into one packet, as a write-combining buffer and
 // PCIe's max payload do: never past PEACH2_WC_MAX bytes or a 4 KiB boundary.
 void Card::combine(uint64_t off, uint64_t val, unsigned size) {
-    std::array<uint8_t, 16> bytes{};  // a word past any piece: see OpenWrite
-    store_le(bytes.data(), val, 8);   // size <= 8; the bytes past it do not count
     for (unsigned done = 0; done < size;) {
         const uint64_t addr = off + done;
         const unsigned piece =
@@ -200,7 +198,9 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
             wc_.addr = addr;
             wc_.len = 0;
         }
-        std::memcpy(wc_.data.data() + wc_.len, bytes.data() + done, 8);
+        // The piece's bytes and those after it (done < size <= 8): a whole
+        // word, of which only the piece counts (see OpenWrite).
+        store_le64(wc_.data.data() + wc_.len, val >> (8 * done));
         wc_.len += piece;
         done += piece;
     }

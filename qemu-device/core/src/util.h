@@ -1,8 +1,10 @@
 // Small helpers shared by the core's files.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace peach2 {
@@ -21,6 +23,15 @@ inline uint64_t load_le(const uint8_t* p, unsigned size) {
 inline void store_le(uint8_t* p, uint64_t v, unsigned size) {
     for (unsigned i = 0; i < size; ++i)
         p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// A whole little-endian word in one move on a little-endian host (a byte
+// loop is not always merged, and bytes read back as a word stall the CPU).
+inline void store_le64(uint8_t* p, uint64_t v) {
+    if constexpr (std::endian::native == std::endian::little)
+        std::memcpy(p, &v, sizeof v);
+    else
+        store_le(p, v, sizeof v);
 }
 
 inline std::string hex(uint64_t v) {
