@@ -322,8 +322,12 @@ private:
             const uint64_t addr = global_addr();
             const unsigned size = in_.size();
             const unsigned count = 1 + in_.u8() % 64;  // a run of stores, as memcpy does
-            for (unsigned i = 0; i < count; ++i)
-                peach2_core_window_write(c, addr + i * size, in_.u64(), size);
+            for (unsigned i = 0; i < count; ++i) {
+                // As the glue: the open write's next bytes, else the full path.
+                const uint64_t at = addr + i * size, val = in_.u64();
+                if (!peach2_core_window_append(c, at, val, size))
+                    peach2_core_window_write(c, at, val, size);
+            }
             break;
         }
         case WINDOW_READ: {

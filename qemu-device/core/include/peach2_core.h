@@ -8,7 +8,8 @@
  * gives it callbacks for guest-memory DMA, interrupts and logging. Host unit
  * tests drive the same API.
  *
- * Threading: none. The caller serialises every call (QEMU: the BQL).
+ * Threading: the caller serialises every call (QEMU: the BQL) but
+ * peach2_core_window_append(), which may run beside any of them.
  * Errors: no call aborts on guest or wire input; bad input is reported
  * through the card's error registers, an interrupt and the log callback.
  * No C++ exception crosses this boundary.
@@ -131,6 +132,11 @@ uint64_t peach2_core_window_read(peach2_core *core, uint64_t off, unsigned size)
 #define PEACH2_WINDOW_TX_PENDING 1u
 #define PEACH2_WINDOW_WC_OPEN    2u
 unsigned peach2_core_window_write(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
+/* The common store of a PIO stream, without the caller's serialisation (a
+ * vCPU without the BQL): appended to the open write-combining buffer when it
+ * continues it (true), else nothing happens (false: call
+ * peach2_core_window_write() the usual way). */
+bool peach2_core_window_append(peach2_core *core, uint64_t off, uint64_t val, unsigned size);
 
 /* Close the open write-combining buffer: its packet is delivered or queued
  * on a link. Nothing else; safe in a vCPU's fence. */

@@ -99,6 +99,9 @@ uint64_t peach2_core_window_read(peach2_core* core, uint64_t off, unsigned size)
 unsigned peach2_core_window_write(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
     return guarded(core, [&] { return core->card.window_write(off, val, size); });
 }
+bool peach2_core_window_append(peach2_core* core, uint64_t off, uint64_t val, unsigned size) {
+    return guarded(core, [&] { return core->card.window_append(off, val, size); });
+}
 void peach2_core_close_write(peach2_core* core) {
     guarded(core, [&] { core->card.close_write(); });
 }

@@ -44,7 +44,10 @@ void Card::reset() {
     // byte loop over 64 KiB is not turned into memset and cost most of a
     // fuzz run's time (docs/notes.md, fuzz-speed).
     std::memset(cardmem_.data(), 0, cardmem_.size());
-    wc_.open = false;
+    {
+        const std::lock_guard lock(wc_lock_);
+        wc_.open.store(false, std::memory_order_relaxed);
+    }
     links_.reset();
     router_.reset();
     dma_.reset();
@@ -174,13 +177,30 @@ uint64_t Card::window_read(uint64_t off, unsigned size) {
 }
 
 unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
-    if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size)
+    bool open = true;  // combine() leaves a write open
+    if (!valid_size(size) || off >= PEACH2_WINDOW_SIZE || PEACH2_WINDOW_SIZE - off < size) {
         raise_error(PEACH2_ERR_BAD_TARGET, off, "window store out of range", {.value = size});
-    else
+        open = write_open();
+    } else {
         combine(off, val, size);
+    }
     // The caller (the vCPU's store) sends what this queued itself, right
     // after the call: no bottom half, no hand-over of the I/O lock.
-    return (tx_pending() ? PEACH2_WINDOW_TX_PENDING : 0u) | (wc_.open ? PEACH2_WINDOW_WC_OPEN : 0u);
+    return (tx_pending() ? PEACH2_WINDOW_TX_PENDING : 0u) | (open ? PEACH2_WINDOW_WC_OPEN : 0u);
+}
+
+bool Card::window_append(uint64_t off, uint64_t val, unsigned size) {
+    if (!valid_size(size) || off % kPage == 0 || off % kPage > kPage - size)
+        return false;  // also keeps it inside the window, as the open write is
+    if (!wc_.open.load(std::memory_order_relaxed))
+        return false;  // a hint (the first store of a write): no lock taken
+    const std::lock_guard lock(wc_lock_);
+    if (!wc_.open.load(std::memory_order_relaxed) || wc_.addr + wc_.len != off ||
+        wc_.len + size > PEACH2_WC_MAX)
+        return false;
+    store_le64(wc_.data.data() + wc_.len, val);
+    wc_.len += size;
+    return true;
 }
 
 // Merge contiguous stores into one packet, as a write-combining buffer and
@@ -190,11 +210,17 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
         const uint64_t addr = off + done;
         const unsigned piece =
             static_cast<unsigned>(std::min<uint64_t>(size - done, kPage - addr % kPage));
-        const bool merge = wc_.open && wc_.addr + wc_.len == addr &&
-                           wc_.len + piece <= PEACH2_WC_MAX && addr % kPage != 0;
+        std::unique_lock lock(wc_lock_);
+        const bool open = wc_.open.load(std::memory_order_relaxed);
+        const bool merge = open && wc_.addr + wc_.len == addr && wc_.len + piece <= PEACH2_WC_MAX &&
+                           addr % kPage != 0;
         if (!merge) {
-            close_write();
-            wc_.open = true;
+            if (open) {
+                lock.unlock();
+                close_write();
+                lock.lock();
+            }
+            wc_.open.store(true, std::memory_order_relaxed);
             wc_.addr = addr;
             wc_.len = 0;
         }
@@ -207,11 +233,15 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
 }
 
 void Card::close_write() {
-    if (!wc_.open)
-        return;
-    // Closed before it goes: nothing on the way (an error report, a direct
-    // write) stores into the window, so the bytes stay as they are.
-    wc_.open = false;
+    {
+        const std::lock_guard lock(wc_lock_);
+        if (!wc_.open.load(std::memory_order_relaxed))
+            return;
+        // window_append() leaves the bytes alone from now on.
+        wc_.open.store(false, std::memory_order_relaxed);
+    }
+    // Nothing on the way (an error report, a direct write) stores into the
+    // window, and only serialised calls open a write: the bytes stay put.
     sat_inc(host_counters_.rx_pkts);
     host_counters_.rx_bytes += wc_.len;
     route_write(wc_.addr, wc_.bytes(), {});

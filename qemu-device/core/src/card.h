@@ -20,7 +20,9 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +36,7 @@
 #include "peach2_core.h"
 #include "routing.h"
 #include "rproxy.h"
+#include "util.h"
 
 namespace peach2 {
 
@@ -77,8 +80,13 @@ public:
     void cardmem_write(uint64_t off, uint64_t val, unsigned size);
     uint64_t window_read(uint64_t off, unsigned size);
     unsigned window_write(uint64_t off, uint64_t val, unsigned size);  // PEACH2_WINDOW_*
+    // The store that continues the open write, appended (true); anything
+    // else changes nothing (false: go through window_write). The one call
+    // that may run beside any other (peach2_core_window_append).
+    bool window_append(uint64_t off, uint64_t val, unsigned size);
     void close_write();
-    bool write_open() const noexcept { return wc_.open; }
+    // Only serialised calls open and close a write: no lock needed here.
+    bool write_open() const noexcept { return wc_.open.load(std::memory_order_relaxed); }
     // max_dma_bytes: DMA per channel in this slice (0: the usual slice).
     void service(uint64_t max_dma_bytes = 0);
     unsigned tx_pending() const { return links_.tx_pending(); }
@@ -155,9 +163,11 @@ private:
     // Write-combining buffer: contiguous stores merge into one packet. Every
     // store of a PIO stream passes through it, so it is a fixed array that
     // opening never clears, with 8 spare bytes: a store copies a whole word
-    // (one move) and only its own bytes count (len).
+    // (one move) and only its own bytes count (len). wc_lock_ guards it
+    // against window_append(); only serialised calls open it, so a closed
+    // write's bytes stay put until the closer has sent them.
     struct OpenWrite {
-        bool open = false;
+        std::atomic<bool> open{false};  // changed under wc_lock_; read bare as a hint
         uint32_t len = 0;
         uint64_t addr = 0;
         std::array<uint8_t, PEACH2_WC_MAX + 8> data;
@@ -201,6 +211,7 @@ private:
     std::array<LogLimiter, 2> log_limits_;  // by level; a reset does not reopen them
     std::vector<uint8_t> cardmem_;
     OpenWrite wc_;
+    SpinLock wc_lock_;
     // The next packet number towards each node. Kept over a guest reset, like
     // the links, so that numbers never repeat within a run.
     std::array<uint32_t, PEACH2_MAX_NODES> next_number_{};

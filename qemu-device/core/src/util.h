@@ -1,11 +1,13 @@
 // Small helpers shared by the core's files.
 #pragma once
 
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace peach2 {
 
@@ -33,6 +35,26 @@ inline void store_le64(uint8_t* p, uint64_t v) {
     else
         store_le(p, v, sizeof v);
 }
+
+// A lock for a few instructions' worth of work (a store appended to a
+// buffer): one atomic exchange to take, a plain release store to give back,
+// where a mutex pays an atomic operation for each. A holder that lost its
+// CPU is waited for politely.
+class SpinLock {
+public:
+    void lock() noexcept {
+        for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+            while (locked_.load(std::memory_order_relaxed)) {
+                if (++spins % 1024 == 0)
+                    std::this_thread::yield();
+            }
+        }
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> locked_{false};
+};
 
 inline std::string hex(uint64_t v) {
     char buf[24];

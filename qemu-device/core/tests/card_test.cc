@@ -1,6 +1,11 @@
 // One card, no links: registers, local delivery, errors, interrupts.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
 #include "fake_host.h"
 
 namespace peach2::test {
@@ -153,9 +158,11 @@ TEST_F(CardTest, StoresNeverCrossA4KiBBoundary) {
 TEST_F(CardTest, StoresOfMixedSizesMergeByteForByte) {
     // Each store copies a whole word into the combining buffer; only its
     // own bytes count, whatever the value holds above its size.
-    const std::pair<unsigned, uint64_t> stores[] = {
-        {1, 0xffffffffffffff01ull}, {2, 0xffffffffffff0302ull}, {4, 0xffffffff07060504ull},
-        {8, 0x0f0e0d0c0b0a0908ull}, {1, 0xeeeeeeeeeeeeee10ull}};
+    const std::pair<unsigned, uint64_t> stores[] = {{1, 0xffffffffffffff01ull},
+                                                    {2, 0xffffffffffff0302ull},
+                                                    {4, 0xffffffff07060504ull},
+                                                    {8, 0x0f0e0d0c0b0a0908ull},
+                                                    {1, 0xeeeeeeeeeeeeee10ull}};
     uint64_t off = 0x400;
     for (const auto& [size, val] : stores) {
         peach2_core_window_write(c(), off, val, size);
@@ -167,6 +174,75 @@ TEST_F(CardTest, StoresOfMixedSizesMergeByteForByte) {
     for (unsigned i = 0; i < 16; ++i)
         EXPECT_EQ(host.mem[0x400 + i], i + 1) << "byte " << i;
     EXPECT_EQ(host.mem[0x410], 0);  // nothing past the last store
+}
+
+TEST_F(CardTest, AppendContinuesOnlyTheOpenWrite) {
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x108, 1, 8));  // nothing open
+    EXPECT_EQ(peach2_core_window_write(c(), 0x100, 0x0101010101010101ull, 8),
+              PEACH2_WINDOW_WC_OPEN);
+    EXPECT_TRUE(peach2_core_window_append(c(), 0x108, 0x0202020202020202ull, 8));
+    EXPECT_TRUE(peach2_core_window_append(c(), 0x110, 0x0303, 2));
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x118, 4, 8));  // a gap
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x112, 4, 3));  // no such size
+    EXPECT_TRUE(host.writes.empty());                           // all held back
+    peach2_core_close_write(c());
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x112, 4, 8));  // closed
+    ASSERT_EQ(host.writes.size(), 1u);
+    EXPECT_EQ(host.writes[0], std::make_pair(uint64_t{0x100}, size_t{18}));
+    for (unsigned i = 0; i < 18; ++i)
+        EXPECT_EQ(host.mem[0x100 + i], i / 8 + 1) << "byte " << i;
+    EXPECT_EQ(host.mem[0x112], 0);
+    // Never past the buffer's size nor into the next page: those stores
+    // close the write, which only the serialised call may do.
+    EXPECT_EQ(peach2_core_window_write(c(), 0x2f00, 0, 8), PEACH2_WINDOW_WC_OPEN);
+    for (uint64_t off = 0x2f08; off < 0x2f00 + PEACH2_WC_MAX; off += 8)
+        ASSERT_TRUE(peach2_core_window_append(c(), off, off, 8));
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x2f00 + PEACH2_WC_MAX, 0, 8));
+    peach2_core_close_write(c());
+    EXPECT_EQ(peach2_core_window_write(c(), 0x2ff8, 0, 8), PEACH2_WINDOW_WC_OPEN);
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x3000, 0, 8));
+    EXPECT_FALSE(peach2_core_window_append(c(), 0x2ffc, 0, 8));  // overlaps
+    EXPECT_EQ(errors(PEACH2_ERR_NONE), 0u);
+}
+
+// A vCPU appends without the BQL while another thread (holding it) closes
+// writes, as the write-combining timer and a fence do: every byte lands
+// once, where it was stored, and the later value of a word wins.
+TEST_F(CardTest, AppendsBesideClosesLoseNothing) {
+    std::mutex bql;
+    std::atomic<bool> done{false};
+    constexpr uint64_t kBase = 0x10000, kBytes = 256 * 1024;
+    std::thread closer([&] {
+        while (!done.load()) {
+            const std::lock_guard lock(bql);
+            peach2_core_close_write(c());
+        }
+    });
+    uint64_t appended = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (uint64_t off = 0; off < kBytes; off += 8) {
+            const uint64_t val = (off << 8) | static_cast<uint64_t>(pass + 1);
+            if (peach2_core_window_append(c(), kBase + off, val, 8)) {
+                ++appended;
+                continue;
+            }
+            const std::lock_guard lock(bql);
+            peach2_core_window_write(c(), kBase + off, val, 8);
+        }
+    }
+    done = true;
+    closer.join();
+    peach2_core_close_write(c());
+    EXPECT_GT(appended, 0u);
+    uint64_t bytes = 0;
+    for (const auto& w : host.writes)
+        bytes += w.second;
+    EXPECT_EQ(bytes, 2 * kBytes);
+    for (uint64_t off = 0; off < kBytes; off += 8) {
+        uint64_t v = 0;
+        std::memcpy(&v, host.mem.data() + kBase + off, 8);
+        ASSERT_EQ(v, (off << 8) | 2u) << "offset " << off;
+    }
 }
 
 TEST_F(CardTest, NonContiguousStoresKeepTheirOrder) {
