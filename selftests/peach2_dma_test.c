@@ -1786,9 +1786,9 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
 /*
  * A DMA aimed at the card's own BARs (issue 14: the device's re-entrancy
  * guard). With the driver unbound, root drives channel 0 itself through
- * sysfs resource0 (bus mastering on): a register-mode run whose source is
- * the card's own BAR 2, and a chain whose head is a host address inside its
- * own BAR 0. QEMU's memory core refuses a device's access to itself: each
+ * sysfs resource0 (bus mastering on): register-mode runs whose source is
+ * the card's own BAR 2, 0 or 4, and a chain whose head is a host address
+ * inside its own BAR 0. QEMU's memory core refuses a device's access to itself: each
  * run ends with ERROR and DMA_READ, QEMU keeps running, and the driver then
  * binds to a working card. A control run from guest RAM gets past the read
  * (it ends on the empty inbound filter instead), so the refusal is the
@@ -1844,6 +1844,7 @@ TEST_F_TIMEOUT(unbind, dma_at_own_bars, 60)
 	}
 	ASSERT_NE(0ULL, start[PEACH2_BAR_REGS]);
 	ASSERT_NE(0ULL, start[PEACH2_BAR_CARDMEM]);
+	ASSERT_NE(0ULL, start[PEACH2_BAR_WINDOW]);
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, write_sysfs(SYSFS_DRIVER "/unbind", self->pci_addr));
@@ -1866,9 +1867,14 @@ TEST_F_TIMEOUT(unbind, dma_at_own_bars, 60)
 	st = own_bar_run(regs, PEACH2_DMA_CTRL_START_REG, 0x100000, here, 0);
 	ASSERT_NE(0U, st & PEACH2_DMA_ST_ERROR) TH_LOG("status 0x%x", st);
 	ASSERT_NE((uint32_t)PEACH2_ERR_DMA_READ, (st & PEACH2_DMA_ST_CODE) >> PEACH2_DMA_ST_CODE_SHIFT);
-	/* The source in its own card memory, then in its own registers. */
-	for (i = 0; i < 2; i++) {
-		uint64_t src = start[i ? PEACH2_BAR_REGS : PEACH2_BAR_CARDMEM];
+	/*
+	 * The source in its own card memory, its registers, then its window
+	 * (which QEMU's memory core does not guard: the card refuses itself).
+	 */
+	for (i = 0; i < 3; i++) {
+		static const int bars[] = { PEACH2_BAR_CARDMEM, PEACH2_BAR_REGS,
+					    PEACH2_BAR_WINDOW };
+		uint64_t src = start[bars[i]];
 
 		st = own_bar_run(regs, PEACH2_DMA_CTRL_START_REG, src, here, 0);
 		ASSERT_NE(0U, st & PEACH2_DMA_ST_ERROR) TH_LOG("status 0x%x", st);

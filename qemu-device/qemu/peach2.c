@@ -213,7 +213,8 @@ struct Peach2State {
     int64_t dma_burst_start; /* when the current burst of slices began */
     bool dma_run;            /* slices follow each other (a deferral chain) */
     bool dma_deferred;       /* the last service asked for more */
-    bool stored_since_look;   /* a window store since the timer's last look */
+    bool stored_since_look;   /* a window store since the timer's last look
+                               * (set by vCPUs without the BQL: qatomic) */
     int64_t wc_first_look_ns; /* store to the timer's first look */
     bool in_reg_write;        /* in peach2_core_reg_write() */
     bool service_after_write; /* it asked for service */
@@ -1552,9 +1553,8 @@ static void peach2_wc_fence(void *opaque)
 static void peach2_wc_timer(void *opaque)
 {
     Peach2State *s = opaque;
-    bool stored = s->stored_since_look;
+    bool stored = qatomic_xchg(&s->stored_since_look, false);
 
-    s->stored_since_look = false;
     if (!peach2_core_write_open(s->core)) {
         /* A fence sent it: look later next time. */
         s->wc_first_look_ns = MIN(s->wc_first_look_ns * 2, PEACH2_WC_LAZY_NS);
@@ -1946,19 +1946,72 @@ static void peach2_cardmem_write(void *opaque, hwaddr addr, uint64_t val,
     peach2_core_cardmem_write(s->core, addr, val, size);
 }
 
-static uint64_t peach2_window_read(void *opaque, hwaddr addr, unsigned size)
+/*
+ * The window is lockless under TCG (memory_region_enable_lockless_io): its
+ * accessors take the BQL themselves, but for the common store, which the
+ * core appends to the open write-combining buffer under its own lock.
+ * Without the memory core's re-entrancy guard (a lockless store must not
+ * see another thread's), they refuse the card's own access to its window
+ * as that guard would: the BQL already held by this thread and the device
+ * engaged.
+ */
+static bool peach2_window_enter(Peach2State *s, bool *locked, bool *was)
 {
-    Peach2State *s = opaque;
-
-    return peach2_core_window_read(s->core, addr, size);
+    *locked = !qemu_mutex_iothread_locked();
+    if (*locked) {
+        qemu_mutex_lock_iothread();
+    } else if (DEVICE(s)->mem_reentrancy_guard.engaged_in_io) {
+        trace_peach2_window_reentry(s->node_id);
+        return false;
+    }
+    *was = peach2_guard_enter(s);
+    return true;
 }
 
-static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
-                                unsigned size)
+static void peach2_window_leave(Peach2State *s, bool locked, bool was)
+{
+    peach2_guard_leave(s, was);
+    if (locked) {
+        qemu_mutex_unlock_iothread();
+    }
+}
+
+static MemTxResult peach2_window_read(void *opaque, hwaddr addr,
+                                      uint64_t *data, unsigned size,
+                                      MemTxAttrs attrs)
 {
     Peach2State *s = opaque;
-    unsigned pending = peach2_core_window_write(s->core, addr, val, size);
+    bool locked, was;
 
+    if (!peach2_window_enter(s, &locked, &was)) {
+        *data = ~0ull;
+        return MEMTX_ACCESS_ERROR;
+    }
+    *data = peach2_core_window_read(s->core, addr, size);
+    peach2_window_leave(s, locked, was);
+    return MEMTX_OK;
+}
+
+static MemTxResult peach2_window_write(void *opaque, hwaddr addr,
+                                       uint64_t val, unsigned size,
+                                       MemTxAttrs attrs)
+{
+    Peach2State *s = opaque;
+    unsigned pending;
+    bool locked, was;
+
+    /* The next bytes of the open write, from a vCPU: no BQL, no timer. */
+    if (!qemu_mutex_iothread_locked() &&
+        peach2_core_window_append(s->core, addr, val, size)) {
+        trace_peach2_window_store(s->node_id, addr, size,
+                                  PEACH2_WINDOW_WC_OPEN);
+        qatomic_set(&s->stored_since_look, true);
+        return MEMTX_OK;
+    }
+    if (!peach2_window_enter(s, &locked, &was)) {
+        return MEMTX_ACCESS_ERROR;
+    }
+    pending = peach2_core_window_write(s->core, addr, val, size);
     trace_peach2_window_store(s->node_id, addr, size, pending);
     if (pending & PEACH2_WINDOW_TX_PENDING) {
         peach2_send_queued(s);
@@ -1967,13 +2020,15 @@ static void peach2_window_write(void *opaque, hwaddr addr, uint64_t val,
         cpu_wc_flush_mark_pending();
         if (!timer_pending(s->wc_timer)) {
             /* The first store of a write: the timer's first look. */
-            s->stored_since_look = false;
+            qatomic_set(&s->stored_since_look, false);
             timer_mod(s->wc_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                                    s->wc_first_look_ns);
         } else {
-            s->stored_since_look = true;
+            qatomic_set(&s->stored_since_look, true);
         }
     }
+    peach2_window_leave(s, locked, was);
+    return MEMTX_OK;
 }
 
 /* The core checks sizes and alignment itself and reports bad ones. */
@@ -1997,8 +2052,8 @@ static const MemoryRegionOps peach2_cardmem_ops = {
 };
 
 static const MemoryRegionOps peach2_window_ops = {
-    .read = peach2_window_read,
-    .write = peach2_window_write,
+    .read_with_attrs = peach2_window_read,
+    .write_with_attrs = peach2_window_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     PEACH2_ANY_ACCESS,
 };
@@ -2170,6 +2225,9 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->window, OBJECT(s), &peach2_window_ops, s,
                           "peach2-window", PEACH2_WINDOW_SIZE);
+    /* A store per 8 bytes of a PIO put: see peach2_window_enter(). */
+    memory_region_enable_lockless_io(&s->window);
+    s->window.disable_reentrancy_guard = true;
     pci_register_bar(pdev, PEACH2_BAR_WINDOW,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |
