@@ -415,10 +415,11 @@ def test_peer_slow_to_finish_a_direct_write_keeps_its_link(shm2):
 
 def test_peer_holding_a_direct_write_is_dropped(shm2):
     """A peer that announces a direct write and never finishes it: node 0's card waits at
-    most 250 ms when its inbound filter changes, then drops that link; its guest goes on and
-    the real node 1 reconnects. (Last in the file: QEMU says the first three transport
-    failures of a port, then every 100th ("held a direct write over 250 ms"), and the
-    rogue tests above count on seeing theirs.)"""
+    most 250 ms when its inbound filter changes, then drops that link; its guest goes on.
+    The peer, back at once, gets no direct area (it could hold again): the cable's ban
+    lasts 10 s at the first offence. Then the real node 1 reconnects. (Last in the file:
+    QEMU says the first three transport failures of a port, then every 100th ("held a
+    direct write over 250 ms"), and the rogue tests above count on seeing theirs.)"""
     h = DirectHolder(shm2)
     try:
         # Holding alone costs nothing: the cable stays up while the filter stays.
@@ -428,5 +429,16 @@ def test_peer_holding_a_direct_write_is_dropped(shm2):
         h.change_filter()
         h.s.settimeout(20)
         wait_until(lambda: h.s.recv(1) == b"", timeout=15, what="node 0 to drop the holder")
+        s, mm, efd, wake, extra = rogue_connect(link_socket_path(shm2.run_dir, 0, "E"),
+                                                keep_direct=True)
+        try:
+            assert extra == [], "node 0 offered its RAM again to the peer that held a write"
+        finally:
+            for fd in extra + [efd, wake]:
+                os.close(fd)
+            s.close()
+            mm.close()
+        log = qemu_log(shm2, 0)
+        assert "no direct writes into this node on this cable for 10 s" in log, log[-2000:]
     finally:
         h.close()

@@ -115,12 +115,19 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
  * That is long: a writer is one memcpy, but a host with more guests than
  * CPUs may not run its thread for tens of ms (ring:8 on 2 cores dropped
  * links at 20 ms). After PEACH2_DIRECT_SPIN_NS the owner sleeps between
- * looks, so that the writer can have this CPU.
+ * looks, so that the writer can have this CPU. The cable then gets no
+ * direct area for PEACH2_DIRECT_BAN_NS, doubled at each offence up to
+ * PEACH2_DIRECT_BAN_MAX_NS: a peer that reconnects and holds again stalls
+ * this node at most one wait per ban. A connection made during a ban goes
+ * without direct writes into this node for its whole life (packets through
+ * the ring, as over a socket); a legitimate peer only loses speed.
  */
 #define PEACH2_DIRECT_MAGIC 0x5443455249443250ull /* "P2DIRECT" */
 #define PEACH2_DIRECT_WAIT_NS (250 * SCALE_MS)
 #define PEACH2_DIRECT_SPIN_NS (50 * SCALE_US)
 #define PEACH2_DIRECT_NAP_US 20
+#define PEACH2_DIRECT_BAN_NS (10 * NANOSECONDS_PER_SECOND)
+#define PEACH2_DIRECT_BAN_MAX_NS (160 * NANOSECONDS_PER_SECOND)
 #define PEACH2_DIRECT_PUBLISH_NS (100 * SCALE_US) /* after the last filter command */
 
 typedef struct Peach2DirectRange {
@@ -193,6 +200,8 @@ typedef struct Peach2Port {
     bool first_bytes;   /* the peer's transport (offer or packets) unknown */
     Peach2Shm shm;
     unsigned shm_failures;
+    int64_t direct_ban_ns;    /* the last ban's length (0: none yet) */
+    int64_t direct_ban_until; /* no direct area offered before (REALTIME) */
     Peach2Fault fault;
 } Peach2Port;
 
@@ -640,6 +649,22 @@ static bool peach2_direct_refresh(Peach2State *s)
 }
 
 /*
+ * The peer on p held a direct write too long: its next connections get no
+ * direct area for a while, longer at each offence. The ban in seconds.
+ */
+static int64_t peach2_direct_ban(Peach2Port *p)
+{
+    p->direct_ban_ns = p->direct_ban_ns ?
+                       MIN(p->direct_ban_ns * 2, PEACH2_DIRECT_BAN_MAX_NS) :
+                       PEACH2_DIRECT_BAN_NS;
+    p->direct_ban_until = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                          p->direct_ban_ns;
+    trace_peach2_direct_ban(p->dev->node_id, p->port,
+                            p->direct_ban_ns / NANOSECONDS_PER_SECOND);
+    return p->direct_ban_ns / NANOSECONDS_PER_SECOND;
+}
+
+/*
  * Make our area's generation odd (the peer's next direct write sees it and
  * travels as a packet) and wait until no direct write under an older one
  * is in flight. False if the peer held one over PEACH2_DIRECT_WAIT_NS.
@@ -690,8 +715,13 @@ static bool peach2_direct_hold(Peach2Port *p)
         return true; /* held already, and nothing was in flight then */
     }
     if (!peach2_direct_quiesce(p)) {
+        g_autofree char *why = NULL;
+
         d->held_too_long = true;
-        peach2_shm_fail(p, "the peer held a direct write over 250 ms");
+        why = g_strdup_printf("the peer held a direct write over 250 ms; no "
+                              "direct writes into this node on this cable "
+                              "for %" PRId64 " s", peach2_direct_ban(p));
+        peach2_shm_fail(p, why);
         return false;
     }
     return true;
@@ -858,10 +888,14 @@ static void peach2_direct_close(Peach2Port *p)
          * close: it must not write under our last table meanwhile, or a range
          * removed after this would still take its writes.
          */
-        if (!peach2_direct_quiesce(p)) {
-            /* Traced, not logged: a rogue could close every second. */
+        if (!d->held_too_long && !peach2_direct_quiesce(p)) {
+            /*
+             * Traced, not logged: a rogue could close every second. (One
+             * that held too long was waited for once, not again here.)
+             */
             trace_peach2_shm_fail(p->dev->node_id, p->port,
                                   "the peer held a direct write at close");
+            peach2_direct_ban(p);
         }
         peach2_direct_fold(p); /* what the peer wrote still counts */
         munmap(d->area, d->area_len);
@@ -1235,7 +1269,8 @@ static bool peach2_shm_open(Peach2Port *p)
     m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     fds[0] = memfd;
     fds[1] = m->wake_fd;
-    if (m->tx && m->wake_fd >= 0 && s->ram && peach2_peer_same_user(p)) {
+    if (m->tx && m->wake_fd >= 0 && s->ram && peach2_peer_same_user(p) &&
+        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= p->direct_ban_until) {
         fds[3] = peach2_direct_area_create(p);
         if (fds[3] >= 0) {
             fds[2] = memory_region_get_fd(s->ram);
