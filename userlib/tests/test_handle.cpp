@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "handle.hpp"
 #include "test_util.hpp"
@@ -138,11 +139,33 @@ TEST(Handle, EveryByteFlipIsDetected) {
     const auto pieces = scattered(5, 3, 512);
     tcaHandle good;
     ASSERT_EQ(0, make_handle(5, pieces, 0, 0, &good));
+    // Valid first: the thread remembers it, and no near copy passes for it.
+    ASSERT_EQ(0, validate_handle(good));
     for (std::size_t i = 0; i < sizeof good; ++i) {
         tcaHandle bad = good;
         reinterpret_cast<unsigned char*>(&bad)[i] ^= 0x10;
         EXPECT_EQ(TCA_EBADHANDLE, validate_handle(bad)) << "byte " << i;
+        EXPECT_EQ(0, validate_handle(good));
     }
+}
+
+// The remembered handles are bytes, not addresses: a handle changed in place
+// after it passed is checked again; more handles than the thread remembers
+// all pass, in any order, again and again.
+TEST(Handle, RememberedHandlesAreCheckedByContent) {
+    tcaHandle h;
+    ASSERT_EQ(0, make_handle(3, scattered(3, 2, 4096), 0, 0, &h));
+    ASSERT_EQ(0, validate_handle(h));
+    h.chunks[1].len += 8;  // the check no longer matches
+    EXPECT_EQ(TCA_EBADHANDLE, validate_handle(h));
+    h.size += 8;
+    EXPECT_EQ(TCA_EBADHANDLE, validate_handle(h));
+    std::vector<tcaHandle> many(9);
+    for (unsigned i = 0; i < many.size(); ++i)
+        ASSERT_EQ(0, make_handle(i % 4, scattered(i % 4, 1 + i % 3, 512), 0, 0, &many[i]));
+    for (int round = 0; round < 3; ++round)
+        for (unsigned i = 0; i < many.size(); ++i)
+            EXPECT_EQ(0, validate_handle(many[(i * 5 + round) % many.size()])) << i;
 }
 
 // Structural checks, with the check value recomputed so that only the
