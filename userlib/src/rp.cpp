@@ -431,10 +431,15 @@ int prepare_atomic(const tcaHandle& h, std::uint64_t off, std::uint32_t op, std:
     });
 }
 
+// When a request started at now_ns gives up (TCA_RP_TIMEOUT_MS).
+std::uint64_t deadline_after(std::uint64_t now_ns) {
+    return now_ns + rp_timeout_ms() * 1000000ull;
+}
+
 std::shared_ptr<RpOp> make_op(Prepared& p) {
-    const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
     return std::make_shared<RpOp>(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer,
-                                  std::move(p.pieces), deadline, std::move(p.pin));
+                                  std::move(p.pieces), deadline_after(monotonic_ns()),
+                                  std::move(p.pin));
 }
 
 // Non-blocking: park the request (allocations first: nothing may fail once
@@ -461,13 +466,17 @@ int submit_nb(Prepared& p, tcaRequest* req) {
     return 0;
 }
 
-// Blocking: start and wait; the outcome in *out.
+// Blocking: start and wait; the outcome in *out. Nobody else sees the
+// request, so it lives on the stack (a shared one costs an allocation and
+// atomic counts, ~0.3 us of a get under TCG).
 int submit_wait(Prepared& p, RpOutcome* out) {
-    std::shared_ptr<RpOp> op = make_op(p);
-    int rc = op->start(monotonic_ns());
+    const std::uint64_t now = monotonic_ns();
+    RpOp op(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, std::move(p.pieces),
+            deadline_after(now), std::move(p.pin));
+    int rc = op.start(now);
     if (rc == 1)
-        rc = wait_op(*op, 0);
-    *out = op->outcome();
+        rc = wait_op(op, 0);
+    *out = op.outcome();
     return rc;
 }
 
