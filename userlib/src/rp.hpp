@@ -108,14 +108,18 @@ public:
     void retire(std::uint32_t slot);
 
     std::uint32_t count() const noexcept { return count_; }
-    std::uint32_t free_count();
-    std::uint32_t retired_count();
+    // Without the lock (every request asks): a moment's values.
+    std::uint32_t free_count() const noexcept { return free_count_.load(std::memory_order_relaxed); }
+    std::uint32_t retired_count() const noexcept {
+        return retired_.load(std::memory_order_relaxed);
+    }
 
 private:
     const std::uint32_t count_;
     std::mutex mutex_;
     std::vector<std::uint32_t> free_;  // a stack: the most recently used slot first
-    std::uint32_t retired_ = 0;
+    std::atomic<std::uint32_t> free_count_{0};  // free_.size(), changed under mutex_
+    std::atomic<std::uint32_t> retired_{0};
 };
 
 // The records: memory (`base`, 32-byte aligned) and the driver's name for
@@ -187,7 +191,7 @@ public:
     // Makes `buffer` (kBytes, mapped) the current area.
     void add(std::unique_ptr<DriverBuffer> buffer);
 
-    CplArea& current();
+    CplArea& current() noexcept { return *current_.load(std::memory_order_acquire); }
     std::size_t count();
 
 private:
@@ -197,6 +201,7 @@ private:
     };
     std::mutex mutex_;
     std::vector<std::unique_ptr<Owned>> areas_;  // never shrinks
+    std::atomic<CplArea*> current_{nullptr};      // areas_.back(), read without the lock
 };
 
 // ---- pinned get destinations (rp_memory.cpp) -----------------------------------

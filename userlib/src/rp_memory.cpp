@@ -15,6 +15,7 @@ SlotPool::SlotPool(std::uint32_t count) : count_(count) {
     free_.reserve(count);
     for (std::uint32_t i = count; i > 0; --i)
         free_.push_back(i - 1);  // slot 0 on top
+    free_count_.store(count, std::memory_order_relaxed);
 }
 
 bool SlotPool::take(std::uint32_t* slot) {
@@ -23,27 +24,18 @@ bool SlotPool::take(std::uint32_t* slot) {
         return false;
     *slot = free_.back();
     free_.pop_back();
+    free_count_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
     return true;
 }
 
 void SlotPool::give(std::uint32_t slot) {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(slot);
+    free_count_.store(static_cast<std::uint32_t>(free_.size()), std::memory_order_relaxed);
 }
 
 void SlotPool::retire(std::uint32_t) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++retired_;
-}
-
-std::uint32_t SlotPool::free_count() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::uint32_t>(free_.size());
-}
-
-std::uint32_t SlotPool::retired_count() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return retired_;
+    retired_.fetch_add(1, std::memory_order_relaxed);
 }
 
 peach2_rp_cpl CplArea::read(std::uint32_t slot) const noexcept {
@@ -80,11 +72,7 @@ void CplAreas::add(std::unique_ptr<DriverBuffer> buffer) {
     std::unique_ptr<Owned> owned(new Owned{std::move(buffer), CplArea(base, id, 0, kSlots)});
     std::lock_guard<std::mutex> lock(mutex_);
     areas_.push_back(std::move(owned));
-}
-
-CplArea& CplAreas::current() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return areas_.back()->area;
+    current_.store(&areas_.back()->area, std::memory_order_release);
 }
 
 std::size_t CplAreas::count() {
