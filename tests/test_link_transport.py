@@ -419,7 +419,8 @@ def test_peer_holding_a_direct_write_is_dropped(shm2):
     The peer, back at once, gets no direct area (it could hold again): the cable's ban
     lasts 10 s at the first offence. Then the real node 1 reconnects. (Last in the file:
     QEMU says the first three transport failures of a port, then every 100th ("held a
-    direct write over 250 ms"), and the rogue tests above count on seeing theirs.)"""
+    direct write over 250 ms; no direct writes into this node on this cable for 10 s"),
+    and the rogue tests above count on seeing theirs; this one's is not among them.)"""
     h = DirectHolder(shm2)
     try:
         # Holding alone costs nothing: the cable stays up while the filter stays.
@@ -438,7 +439,5 @@ def test_peer_holding_a_direct_write_is_dropped(shm2):
                 os.close(fd)
             s.close()
             mm.close()
-        log = qemu_log(shm2, 0)
-        assert "no direct writes into this node on this cable for 10 s" in log, log[-2000:]
     finally:
         h.close()
