@@ -122,8 +122,8 @@ PERFTEST_STEADY = "-D 3 -f 1"
 
 # perftest's clock check (get_cpu_mhz: rdtsc against gettimeofday) fails now and then in
 # a TCG guest on a busy host; in duration mode (-D) it then prints the first of these and
-# no result, a latency test the second and a row of inf (seen when the guest kernel had
-# just found its TSC unstable after an 8-guest run).
+# no result, a latency test the second and a row of inf (seen in bench-mpi after the
+# guest kernel had found its TSC unstable, the host busy with the MPI jobs).
 PERFTEST_CLOCK_FAILED = ("Can't produce a report", "Correlation coefficient r^2")
 
 
