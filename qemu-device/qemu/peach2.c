@@ -222,8 +222,8 @@ struct Peach2State {
     int64_t dma_burst_start; /* when the current burst of slices began */
     bool dma_run;            /* slices follow each other (a deferral chain) */
     bool dma_deferred;       /* the last service asked for more */
-    bool stored_since_look;   /* a window store since the timer's last look
-                               * (set by vCPUs without the BQL: qatomic) */
+    /* A window store since the timer's last look (set without the BQL). */
+    bool stored_since_look;
     int64_t wc_first_look_ns; /* store to the timer's first look */
     bool in_reg_write;        /* in peach2_core_reg_write() */
     bool service_after_write; /* it asked for service */
