@@ -1788,9 +1788,10 @@ TEST_F_TIMEOUT(unbind, dma_in_flight, 180)
  * guard). With the driver unbound, root drives channel 0 itself through
  * sysfs resource0 (bus mastering on): register-mode runs whose source is
  * the card's own BAR 2, 0 or 4, and a chain whose head is a host address
- * inside its own BAR 0. QEMU's memory core refuses a device's access to itself: each
- * run ends with ERROR and DMA_READ, QEMU keeps running, and the driver then
- * binds to a working card. A control run from guest RAM gets past the read
+ * inside its own BAR 0. QEMU's memory core (for BAR 4 the card itself)
+ * refuses a device's access to itself: each run ends with ERROR and
+ * DMA_READ, QEMU keeps running, and the driver then binds to a working
+ * card. A control run from guest RAM gets past the read
  * (it ends on the empty inbound filter instead), so the refusal is the
  * BAR's, not a bus-mastering one.
  */

@@ -718,9 +718,11 @@ static bool peach2_direct_hold(Peach2Port *p)
         g_autofree char *why = NULL;
 
         d->held_too_long = true;
-        why = g_strdup_printf("the peer held a direct write over 250 ms; no "
-                              "direct writes into this node on this cable "
-                              "for %" PRId64 " s", peach2_direct_ban(p));
+        why = g_strdup_printf("the peer held a direct write over %" PRId64
+                              " ms; no direct writes into this node on this "
+                              "cable for %" PRId64 " s",
+                              (int64_t)(PEACH2_DIRECT_WAIT_NS / SCALE_MS),
+                              peach2_direct_ban(p));
         peach2_shm_fail(p, why);
         return false;
     }

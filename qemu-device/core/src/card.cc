@@ -190,17 +190,21 @@ unsigned Card::window_write(uint64_t off, uint64_t val, unsigned size) {
 }
 
 bool Card::window_append(uint64_t off, uint64_t val, unsigned size) {
-    if (!valid_size(size) || off % kPage == 0 || off % kPage > kPage - size)
-        return false;  // also keeps it inside the window, as the open write is
+    if (!valid_size(size) || off % kPage > kPage - size)
+        return false;  // not across a page: inside the window, as the open write is
     if (!wc_.open.load(std::memory_order_relaxed))
         return false;  // a hint (the first store of a write): no lock taken
     const std::lock_guard lock(wc_lock_);
-    if (!wc_.open.load(std::memory_order_relaxed) || wc_.addr + wc_.len != off ||
-        wc_.len + size > PEACH2_WC_MAX)
+    if (!continues_write(off, size))
         return false;
     store_le64(wc_.data.data() + wc_.len, val);
     wc_.len += size;
     return true;
+}
+
+bool Card::continues_write(uint64_t addr, unsigned len) const noexcept {
+    return wc_.open.load(std::memory_order_relaxed) && wc_.addr + wc_.len == addr &&
+           wc_.len + len <= PEACH2_WC_MAX && addr % kPage != 0;
 }
 
 // Merge contiguous stores into one packet, as a write-combining buffer and
@@ -211,11 +215,8 @@ void Card::combine(uint64_t off, uint64_t val, unsigned size) {
         const unsigned piece =
             static_cast<unsigned>(std::min<uint64_t>(size - done, kPage - addr % kPage));
         std::unique_lock lock(wc_lock_);
-        const bool open = wc_.open.load(std::memory_order_relaxed);
-        const bool merge = open && wc_.addr + wc_.len == addr && wc_.len + piece <= PEACH2_WC_MAX &&
-                           addr % kPage != 0;
-        if (!merge) {
-            if (open) {
+        if (!continues_write(addr, piece)) {
+            if (wc_.open.load(std::memory_order_relaxed)) {
                 lock.unlock();
                 close_write();
                 lock.lock();

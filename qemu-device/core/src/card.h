@@ -179,6 +179,8 @@ private:
     bool unit_reg_read(uint64_t off, uint32_t& v) const;
     bool unit_reg_write(uint64_t off, uint32_t v);
     void combine(uint64_t off, uint64_t val, unsigned size);
+    // Do len bytes at addr continue the open write (wc_lock_ held)?
+    bool continues_write(uint64_t addr, unsigned len) const noexcept;
     peach2_err route(uint8_t type, uint64_t addr, std::span<const uint8_t> data, unsigned hops,
                      const PacketId& from, const Made* made);
     bool send_direct(unsigned port, uint32_t node, uint64_t addr, std::span<const uint8_t> data);
