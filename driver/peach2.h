@@ -202,10 +202,13 @@ struct peach2_rp {
 
 	/*
 	 * Sending: RP_TX_REQ/RP_TX_SEND/RP_TX_RESULT, RP_TX_LIST and the
-	 * reply list it points to (@tx_list), @last_seq.
+	 * reply list it points to (@tx_list), @last_seq, and what RP_TX_REQ
+	 * holds (@tx_req, the words set in @tx_req_known).
 	 */
 	spinlock_t tx_lock;
 	u64 last_seq;
+	u64 tx_req[8];
+	u8 tx_req_known;
 	void *tx_list;			/* PEACH2_RP_MAX_PIECES pieces */
 	dma_addr_t tx_list_dma;
 

@@ -578,6 +578,32 @@ static int peach2_rp_submit_valid(const struct peach2_rp_submit *req)
 }
 
 /*
+ * Write request @w into RP_TX_REQ, skipping the words the register already
+ * holds: a register write is a trip to the card (~0.15 us under TCG), and
+ * consecutive requests of a process differ mostly in seq. Returns whether a
+ * word was skipped. A reset clears the register (version 0): the card then
+ * refuses the send with BAD_COMMAND and the caller writes all of it again.
+ * Under tx_lock.
+ */
+static bool peach2_rp_write_req(struct peach2_dev *p2, const u64 w[8])
+{
+	struct peach2_rp *rp = &p2->rp;
+	bool skipped = false;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		if ((rp->tx_req_known & BIT(i)) && rp->tx_req[i] == w[i]) {
+			skipped = true;
+			continue;
+		}
+		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
+		rp->tx_req[i] = w[i];
+		rp->tx_req_known |= BIT(i);
+	}
+	return skipped;
+}
+
+/*
  * Hand request @w (struct peach2_rp_req, seq still 0) and a READ's reply
  * list (@n pieces at @list, if @n) to the card's request engine for @node,
  * with the next seq of this node (strictly increasing, at least the wall
@@ -587,8 +613,8 @@ static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8],
 			  const struct peach2_rp_piece_le *list, u32 n, u64 *seqp)
 {
 	struct peach2_rp *rp = &p2->rp;
+	bool skipped;
 	u32 result;
-	int i;
 
 	down_read(&p2->lock);
 	if (p2->dead) {
@@ -610,10 +636,16 @@ static int peach2_rp_send(struct peach2_dev *p2, u32 node, u64 w[8],
 		memcpy(rp->tx_list, list, n * sizeof(*list));
 		lo_hi_writeq(rp->tx_list_dma, p2->regs + PEACH2_REG_RP_TX_LIST_LO);
 	}
-	for (i = 0; i < 8; i++)
-		writeq(w[i], p2->regs + PEACH2_REG_RP_TX_REQ + 8 * i);
+	skipped = peach2_rp_write_req(p2, w);
 	writel(node, p2->regs + PEACH2_REG_RP_TX_SEND);
 	result = readl(p2->regs + PEACH2_REG_RP_TX_RESULT);
+	if (result == PEACH2_ERR_BAD_COMMAND && skipped) {
+		/* A reset cleared RP_TX_REQ behind our back: all of it again. */
+		rp->tx_req_known = 0;
+		peach2_rp_write_req(p2, w);
+		writel(node, p2->regs + PEACH2_REG_RP_TX_SEND);
+		result = readl(p2->regs + PEACH2_REG_RP_TX_RESULT);
+	}
 	spin_unlock(&rp->tx_lock);
 	up_read(&p2->lock);
 
@@ -1750,6 +1782,7 @@ static int peach2_rp_alloc_mem(struct peach2_dev *p2)
 					 &rp->tx_list_dma, GFP_KERNEL);
 	if (!rp->tx_list)
 		return -ENOMEM;
+	rp->tx_req_known = 0;	/* the card was just reset */
 
 	/* A chain's descriptors, then the batch's completion records. */
 	rp->max_descs = PEACH2_RP_CHAIN_DESCS;

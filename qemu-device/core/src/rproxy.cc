@@ -156,6 +156,18 @@ void ReadProxy::send(uint32_t node) {
     }
     peach2_rp_req req{};
     std::memcpy(&req, tx_req_.data(), sizeof(req));
+    // A request of another version (0: the registers as a reset left them)
+    // is not sent: a driver that writes only the words it changed learns
+    // here that the card forgot the others.
+    if (req.version != PEACH2_RP_VERSION) {
+        card_.raise_error(PEACH2_ERR_BAD_COMMAND, PEACH2_REG_RP_TX_SEND,
+                          "read-proxy request of version " + std::to_string(req.version) +
+                              " (the card sends version " +
+                              std::to_string(PEACH2_RP_VERSION) + ")",
+                          {.node = node, .value = req.version});
+        tx_result_ = PEACH2_ERR_BAD_COMMAND;
+        return;
+    }
     // A READ's reply list goes after the request, read from host memory now.
     const uint64_t pieces = listed_pieces(req);
     std::vector<uint8_t> payload(tx_req_.begin(), tx_req_.end());

@@ -302,8 +302,14 @@ TEST_F(CardTraceTest, RandomGuestInputLeavesATraceTheModelAccepts) {
             break;
         }
         case 4:
-            if (below(20) == 0)
+            if (below(20) == 0) {
+                // Mostly a request the card sends (its version byte right),
+                // sometimes whatever the random words made of it.
+                if (below(4))
+                    peach2_core_reg_write(c, PEACH2_REG_RP_TX_REQ,
+                                          (v & 0xffff00ffu) | PEACH2_RP_VERSION << 8, 4);
                 peach2_core_reg_write(c, PEACH2_REG_RP_TX_SEND, static_cast<uint32_t>(below(3)), 4);
+            }
             break;
         }
         if (below(50) == 0) {

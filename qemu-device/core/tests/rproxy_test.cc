@@ -244,6 +244,33 @@ TEST_F(ReadProxy, ReplyListTheRequesterCannotSendIsRefusedAtItsCard) {
     EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 0u);
 }
 
+// A driver may write only the RP_TX_REQ words that changed since its last
+// request; the version byte is how it learns that a reset cleared them.
+TEST_F(ReadProxy, RequestOfAnotherVersionIsNotSent) {
+    ring_setup(b.get(), 8);
+    peach2_rp_req r = request(1, 0x3000);
+    r.version = 0;  // the registers as a reset leaves them
+    send(a.get(), r, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_BAD_COMMAND));
+    r.version = PEACH2_RP_VERSION + 1;
+    send(a.get(), r, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_BAD_COMMAND));
+    EXPECT_EQ(errors(a.get(), PEACH2_ERR_BAD_COMMAND), 2u);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_SENT), 0u);
+    // After a reset only the words written since count: seq alone is refused.
+    r.version = PEACH2_RP_VERSION;
+    send(a.get(), r, 1);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), 0u);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 1u);
+    peach2_core_reset(a.get());
+    peach2_core_reg_write(a.get(), PEACH2_REG_RP_TX_REQ + offsetof(peach2_rp_req, seq), 2, 8);
+    peach2_core_reg_write(a.get(), PEACH2_REG_RP_TX_SEND, 1, 4);
+    EXPECT_EQ(reg(a.get(), PEACH2_REG_RP_TX_RESULT), static_cast<uint32_t>(PEACH2_ERR_BAD_COMMAND));
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 1u);
+}
+
 TEST_F(ReadProxy, ListNotTheOneTheRequestAnnouncesIsAnsweredBadRequest) {
     // A neighbour's card that sends 3 pieces for a READ that says 2.
     ring_setup(b.get(), 8);
