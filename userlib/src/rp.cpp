@@ -31,18 +31,21 @@ namespace tca {
 // ---- one request in flight -----------------------------------------------------
 
 RpOp::RpOp(DriverPort& port, CplAreas& areas, const RpTarget& t, std::uint32_t reply_buffer,
-           std::vector<RpPiece> pieces, std::uint64_t deadline_ns, RpPin pin)
+           std::span<const RpPiece> pieces, std::uint64_t deadline_ns, RpPin pin)
     : port_(port),
       areas_(areas),
       target_(t),
       reply_buffer_(reply_buffer),
       deadline_ns_(deadline_ns),
       pin_(std::move(pin)) {
-    pieces_.reserve(pieces.size());
-    for (const RpPiece& p : pieces) {
-        Piece pc;
-        pc.p = p;
-        pieces_.push_back(pc);
+    if (pieces.size() == 1) {
+        one_.p = pieces[0];
+        pieces_ = {&one_, 1};
+    } else {
+        many_.resize(pieces.size());
+        for (std::size_t i = 0; i < pieces.size(); ++i)
+            many_[i].p = pieces[i];
+        pieces_ = many_;
     }
     out_.pieces = static_cast<std::uint32_t>(pieces_.size());
     pin_.set_deadline(deadline_ns);
@@ -438,7 +441,7 @@ std::uint64_t deadline_after(std::uint64_t now_ns) {
 
 std::shared_ptr<RpOp> make_op(Prepared& p) {
     return std::make_shared<RpOp>(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer,
-                                  std::move(p.pieces), deadline_after(monotonic_ns()),
+                                  p.pieces, deadline_after(monotonic_ns()),
                                   std::move(p.pin));
 }
 
@@ -471,7 +474,7 @@ int submit_nb(Prepared& p, tcaRequest* req) {
 // atomic counts, ~0.3 us of a get under TCG).
 int submit_wait(Prepared& p, RpOutcome* out) {
     const std::uint64_t now = monotonic_ns();
-    RpOp op(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, std::move(p.pieces),
+    RpOp op(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, p.pieces,
             deadline_after(now), std::move(p.pin));
     int rc = op.start(now);
     if (rc == 1)

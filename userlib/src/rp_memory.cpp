@@ -84,7 +84,7 @@ RpPin& RpPin::operator=(RpPin&& o) noexcept {
     if (this != &o) {
         release();
         pins_ = std::exchange(o.pins_, nullptr);
-        it_ = o.it_;
+        id_ = o.id_;
     }
     return *this;
 }
@@ -93,7 +93,10 @@ void RpPin::release() noexcept {
     if (!pins_)
         return;
     std::lock_guard<std::mutex> lock(pins_->mutex_);
-    pins_->map_.erase(it_);
+    if (RpPins::Entry* e = pins_->find(id_)) {
+        *e = pins_->pins_.back();
+        pins_->pins_.pop_back();
+    }
     pins_ = nullptr;
 }
 
@@ -101,19 +104,27 @@ void RpPin::set_deadline(std::uint64_t deadline_ns) noexcept {
     if (!pins_)
         return;
     std::lock_guard<std::mutex> lock(pins_->mutex_);
-    it_->second = deadline_ns;
+    if (RpPins::Entry* e = pins_->find(id_))
+        e->deadline_ns = deadline_ns;
+}
+
+RpPins::Entry* RpPins::find(std::uint64_t id) noexcept {
+    for (Entry& e : pins_)
+        if (e.id == id)
+            return &e;
+    return nullptr;
 }
 
 RpPin RpPins::pin(std::uint32_t buffer) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return RpPin(this, map_.emplace(buffer, std::numeric_limits<std::uint64_t>::max()));
+    pins_.push_back(Entry{++next_id_, buffer, std::numeric_limits<std::uint64_t>::max()});
+    return RpPin(this, next_id_);
 }
 
 bool RpPins::busy(std::uint32_t buffer, std::uint64_t now_ns) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto range = map_.equal_range(buffer);
-    for (auto it = range.first; it != range.second; ++it)
-        if (it->second > now_ns)
+    for (const Entry& e : pins_)
+        if (e.buffer == buffer && e.deadline_ns > now_ns)
             return true;
     return false;
 }

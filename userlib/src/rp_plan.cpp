@@ -37,7 +37,14 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
         return TCA_ERANGE;
     if (len % 4)
         return TCA_EALIGN;
-    std::vector<RpPiece> pieces;
+    // Appended to *out in place (a get's one piece costs no allocation of
+    // its own); taken back off if the plan fails.
+    std::vector<RpPiece>& pieces = *out;
+    const std::size_t first = pieces.size();
+    const auto fail = [&](int rc) {
+        pieces.resize(first);
+        return rc;
+    };
     std::uint32_t runs = 0;  // of the request being planned (pieces.back())
     std::size_t h = 0;       // the handle holding byte src_offset + pos
     std::uint64_t h_start = 0;
@@ -46,14 +53,14 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
             h_start += srcs[h++]->size;
         std::uint64_t local = 0, room = 0, remote = 0;
         if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
-            return TCA_ERANGE;
+            return fail(TCA_ERANGE);
         if (handle_address(*srcs[h], src_offset + pos - h_start, &remote))
-            return TCA_ERANGE;
+            return fail(TCA_ERANGE);
         // A request takes up to PEACH2_RP_MAX_PIECES runs of the local
         // buffer (its reply list) and PEACH2_RP_MAX_LEN bytes. It goes on
         // across the target's chunks and the handles' ends: the target
         // reads its buffer onwards from the request's first byte.
-        if (pieces.empty() || runs == PEACH2_RP_MAX_PIECES ||
+        if (pieces.size() == first || runs == PEACH2_RP_MAX_PIECES ||
             pieces.back().len == PEACH2_RP_MAX_LEN) {
             pieces.push_back(RpPiece{PEACH2_ADDR_OFFSET(remote), dst.offset + pos, 0});
             runs = 0;
@@ -65,12 +72,11 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
         // (Later chunks of the target begin on pages, so its address
         // keeps the low bits of the run's first byte.)
         if (int rc = check_alignment(remote, local, n))
-            return rc;
+            return fail(rc);
         p.len += static_cast<std::uint32_t>(n);
         ++runs;
         pos += n;
     }
-    out->insert(out->end(), pieces.begin(), pieces.end());
     return 0;
 }
 

@@ -544,6 +544,31 @@ TEST_F(FakeRp, FreeRefusesABufferAPendingGetRepliesInto) {
     EXPECT_EQ(-ETIMEDOUT, tcaWait(&r, 0));
 }
 
+// Pins end in any order, several per buffer: each buffer stays busy while
+// one of its own gets is pending, and only then.
+TEST_F(FakeRp, FreeWaitsForEveryGetIntoTheBufferInAnyOrder) {
+    unsigned char* src = alloc(16384, 16384, 16);
+    unsigned char* dst = alloc(16384, 16384);
+    unsigned char* other = alloc(16384, 16384);
+    tcaHandle h;
+    ASSERT_EQ(0, tcaExport(src, 0, TCA_EXPORT_READ, &h));
+    fake_rp_control("delay_us", 20000);
+    tcaRequest r[3]{}, o{};
+    for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(0, tcaGetNB(dst + 64 * i, &h, 64 * i, 64, &r[i]));
+    ASSERT_EQ(0, tcaGetNB(other, &h, 0, 64, &o));
+    EXPECT_EQ(0, tcaWait(&r[1], 0));
+    EXPECT_EQ(-EBUSY, tcaFree(dst));
+    EXPECT_EQ(0, tcaWait(&o, 0));
+    bufs_.pop_back();
+    EXPECT_EQ(0, tcaFree(other)) << "its only get ended";
+    EXPECT_EQ(0, tcaWait(&r[2], 0));
+    EXPECT_EQ(-EBUSY, tcaFree(dst));
+    EXPECT_EQ(0, tcaWait(&r[0], 0));
+    bufs_.pop_back();
+    EXPECT_EQ(0, tcaFree(dst));
+}
+
 TEST_F(FakeRp, RetiredSlotsGetAFreshArea) {
     const std::size_t n = 1u << 20;
     unsigned char* src = alloc(n, n, 15);
