@@ -94,6 +94,7 @@ def guest_figures(transport, run_dir, quick, device_props=None, only=None):
             print("node0 link E: %s" % c.run(0, "cat /sys/class/peach2/peach2-0/link_e")[1].strip())
             nonce = random.randrange(1, 1 << 32)
             steps = [
+                ("syscall", lambda i: "tca_anchor syscall --iters %d" % it),
                 ("ivshmem", lambda i: "tca_anchor ivshmem --role %s --nonce %d --sizes 8,4096 --iters %d"
                  % ("ping" if i == 0 else "pong", nonce, it)),
                 ("pio", lambda i: "tca_bench pingpong --peer %d --sizes 8,4096 --iters %d" % (1 - i, it)),
@@ -174,6 +175,12 @@ def table(anchors, figs):
              "long stream, no pacing pause (docs/hardware.md s6)", "MB/s", source=NOPAUSE)
     line("get 8 B median us", ("get", "get", 8, "median_us"), g("shm", "get", "put_pio", 8),
          "<= 3x put 8 B (anchor: put)", "us")
+    # Where a get's time goes (docs/notes.md, twenty-eighth session): a put is stores
+    # alone; a get is a system call on the requester and the target's driver serving it.
+    line("  CAS 8 B median us", ("get", "cas", 8, "median_us"), g("shm", "get", "put_pio", 8),
+         "a get without reply data (anchor: put)", "us")
+    line("  guest system call us", ("syscall", "syscall", 0, "median_us"),
+         g("shm", "get", "put_pio", 8), "getppid; a get makes one (anchor: put)", "us")
     # Like with like, as tca_bench get's own ratio: its get stream (4 in flight) against
     # its put stream (4 in flight), the same bytes, both after untimed warm-up messages.
     line("get 1 MiB MB/s, stream", ("get", "get_stream", MIB, "mb_per_s"),

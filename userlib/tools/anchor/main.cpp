@@ -3,6 +3,8 @@
 // emulated card's (issue 13): what this machine can do at best, measured in
 // the same run.
 //   memcpy    host (or guest) memcpy bandwidth
+//   syscall   the cheapest system call (getppid): what any request that goes
+//             through a driver pays at least once (a get's RP_SUBMIT)
 //   unix      a unix-socket ping-pong between two processes of one host
 //   shm       a shared-memory ping-pong between two processes of one host
 //   ivshmem   a shared-memory ping-pong between two guests through QEMU's
@@ -14,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -398,6 +401,44 @@ int run_memcpy(int argc, char** argv) {
     return finish(rows, csv, who);
 }
 
+// ---- syscall ----------------------------------------------------------------------
+
+int run_syscall(int argc, char** argv) {
+    const char* who = "tca_anchor syscall";
+    std::uint64_t iters = 2000;
+    std::string csv;
+    tcatools::Options opts(who, "[options]",
+                           "The cost of one getppid() system call (median of batches of 32).");
+    opts.u64("iters", &iters, "batches to time (1 .. 10000000)");
+    opts.text("csv", &csv, "write the rows as CSV here too");
+    if (int rc = opts.parse(argc, argv))
+        return rc == 2 ? 0 : 1;
+    if (iters == 0 || iters > 10000000) {
+        std::fprintf(stderr, "%s: error: --iters %" PRIu64 " is not 1 .. 10000000\n", who, iters);
+        return 1;
+    }
+    constexpr int kBatch = 32;  // a clock read (~0.08 us under TCG) per 32 calls
+    const long parent = static_cast<long>(getppid());
+    std::vector<double> us;
+    us.reserve(iters);
+    std::uint64_t right = 0;
+    for (std::uint64_t i = 0; i < iters; ++i) {
+        const std::uint64_t t0 = tcatools::now_ns();
+        long got = 0;
+        for (int k = 0; k < kBatch; ++k)
+            got |= syscall(SYS_getppid);  // not the libc wrapper: no caching
+        const std::uint64_t t1 = tcatools::now_ns();
+        us.push_back(static_cast<double>(t1 - t0) / 1000.0 / kBatch);
+        right += got == parent;
+    }
+    std::vector<Row> rows{tcatools::latency_row("syscall", "", 0, us, right)};
+    if (right != iters) {
+        std::fprintf(stderr, "%s: error: getppid() answered something else\n", who);
+        return 1;
+    }
+    return finish(rows, csv, who);
+}
+
 struct Test {
     const char* name;
     int (*run)(int, char**);
@@ -409,6 +450,7 @@ const Test kTests[] = {
     {"unix", run_unix, "unix-socket ping-pong between two processes"},
     {"shm", run_shm, "shared-memory ping-pong between two processes"},
     {"ivshmem", run_ivshmem, "shared-memory ping-pong between two guests (ivshmem-plain)"},
+    {"syscall", run_syscall, "the cost of the cheapest system call (getppid)"},
 };
 
 }  // namespace
