@@ -292,7 +292,8 @@ int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaName
         piece.reply_offset = 0;
         piece.len = PEACH2_LOOKUP_MAX;
         const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
-        RpOp op(rp->port(), rp->areas(), target, answer->id(), std::span<const RpPiece>(&piece, 1), deadline, RpPin{});
+        RpOp op(rp->port(), rp->areas(), target, answer->id(), std::span<const RpPiece>(&piece, 1),
+                deadline, RpPin{});
         int rc = op.start(monotonic_ns());
         if (rc == 1)
             rc = wait_op(op, 0);

@@ -440,9 +440,8 @@ std::uint64_t deadline_after(std::uint64_t now_ns) {
 }
 
 std::shared_ptr<RpOp> make_op(Prepared& p) {
-    return std::make_shared<RpOp>(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer,
-                                  p.pieces, deadline_after(monotonic_ns()),
-                                  std::move(p.pin));
+    return std::make_shared<RpOp>(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, p.pieces,
+                                  deadline_after(monotonic_ns()), std::move(p.pin));
 }
 
 // Non-blocking: park the request (allocations first: nothing may fail once
@@ -474,8 +473,8 @@ int submit_nb(Prepared& p, tcaRequest* req) {
 // atomic counts, ~0.3 us of a get under TCG).
 int submit_wait(Prepared& p, RpOutcome* out) {
     const std::uint64_t now = monotonic_ns();
-    RpOp op(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, p.pieces,
-            deadline_after(now), std::move(p.pin));
+    RpOp op(p.rp->port(), p.rp->areas(), p.target, p.reply_buffer, p.pieces, deadline_after(now),
+            std::move(p.pin));
     int rc = op.start(now);
     if (rc == 1)
         rc = wait_op(op, 0);

@@ -162,8 +162,7 @@ void ReadProxy::send(uint32_t node) {
     if (req.version != PEACH2_RP_VERSION) {
         card_.raise_error(PEACH2_ERR_BAD_COMMAND, PEACH2_REG_RP_TX_SEND,
                           "read-proxy request of version " + std::to_string(req.version) +
-                              " (the card sends version " +
-                              std::to_string(PEACH2_RP_VERSION) + ")",
+                              " (the card sends version " + std::to_string(PEACH2_RP_VERSION) + ")",
                           {.node = node, .value = req.version});
         tx_result_ = PEACH2_ERR_BAD_COMMAND;
         return;
