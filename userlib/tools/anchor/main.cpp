@@ -426,7 +426,7 @@ int run_syscall(int argc, char** argv) {
         const std::uint64_t t0 = tcatools::now_ns();
         long got = 0;
         for (int k = 0; k < kBatch; ++k)
-            got |= syscall(SYS_getppid);  // not the libc wrapper: no caching
+            got |= syscall(SYS_getppid);  // the raw call: nothing but the kernel entry
         const std::uint64_t t1 = tcatools::now_ns();
         us.push_back(static_cast<double>(t1 - t0) / 1000.0 / kBatch);
         right += got == parent;
