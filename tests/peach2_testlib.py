@@ -87,16 +87,23 @@ def failure_report(c, nodes=None):
     holds (`users`), then benchlib.node_report (kernel log, launcher log, TCP give-ups),
     and the tail of its QEMU's stderr (link and direct-write messages). Reads only; a
     node that does not answer says so."""
-    parts = []
+    parts, summary = [], []
     for i in range(c.n) if nodes is None else nodes:
-        rc, out = 1, ""
+        rc, out, said = 1, "", ""
         if c.node_alive(i):
             rc, out = c.run(i, "cd %s && for f in counters errors_by_code rproxy verbs users "
                             "link_e link_w; do echo \"[$f]\"; cat $f; done" % SYSFS, timeout=30)
             rc_node, out_node = node_report(c, i)
             rc, out = rc or rc_node, out + out_node
+            said = c.run(i, "dmesg | grep -i peach2 | tail -8", timeout=30)[1]
         parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
         parts.append("----- node%d QEMU stderr\n%s" % (i, c.qemu_stderr(i, 1500)))
+        qemu_said = [l for l in c.qemu_stderr(i, 100000).splitlines()
+                     if re.search(r"warning|error|drop|down|slow", l, re.I)][-8:]
+        summary.append("node%d: peach2 in dmesg (last 8):\n%s\nnode%d: QEMU warnings (last 8):\n%s"
+                       % (i, said.rstrip() or "  (none)", i, "\n".join(qemu_said) or "  (none)"))
+    # Last, so that a log cut in the middle (CI) still shows them.
+    parts.append("===== summary\n" + "\n".join(summary))
     return "\n".join(parts)
 
 

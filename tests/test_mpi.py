@@ -71,7 +71,8 @@ def test_ucx_is_pinned_to_the_cards(cluster2):
 def test_failure_report_has_every_node(cluster2):
     """What a failed job's assertion carries (run_counted): each node's card and read-proxy
     counters, Verbs statistics, what each user holds, kernel log, launcher log, TCP
-    give-up counters and QEMU stderr."""
+    give-up counters and QEMU stderr; last, each node's peach2 kernel messages and QEMU
+    warnings."""
     rep = failure_report(cluster2)
     for i in range(cluster2.n):
         part = rep.split("===== node%d (rc 0)" % i, 1)[1].split("=====", 1)[0]
@@ -79,6 +80,11 @@ def test_failure_report_has_every_node(cluster2):
                      "[dmesg]", "[peach2-rsh.log]", "TcpExtTCPAbortOnTimeout",
                      "----- node%d QEMU stderr" % i):
             assert what in part, (i, what, rep)
+    # The summary comes last: a log cut in the middle keeps it.
+    summary = rep.rsplit("===== summary\n", 1)[1]
+    for i in range(cluster2.n):
+        for what in ("node%d: peach2 in dmesg" % i, "node%d: QEMU warnings" % i):
+            assert what in summary, (what, summary)
 
 
 @pytest.mark.parametrize("mpi", MPIS)
