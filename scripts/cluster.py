@@ -71,7 +71,7 @@ import qmp  # noqa: E402  (scripts/qmp.py)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PORTS = ("E", "W", "S")
 DEVICE_ID = "peach2"  # QOM path /machine/peripheral/peach2 (fault injection)
-FAULTS = ("cut", "restore", "drop", "delay", "stall", "unstall")
+FAULTS = ("cut", "restore", "drop", "delay", "stall", "unstall", "deaf", "hear")
 READY_RE = re.compile(rb"PEACH2-READY node=(\S+)\r?\n")
 RC_RE = re.compile(rb"\n@@RC (-?\d+)\r?\n")
 BAD_KERNEL_PATTERNS = ("BUG:", "Oops", "WARNING:", "Call Trace")
@@ -1099,7 +1099,9 @@ class Cluster:
     def fault(self, node, action, port, arg=None):
         """Inject a fault at node's card, port E/W/S, through QMP qom-set:
         cut / restore (the cable), drop N (lose the next N packets sent), delay MS
-        (the port sends nothing for MS ms), stall / unstall (the card stops reading)."""
+        (the port sends nothing for MS ms), stall / unstall (the card stops reading),
+        deaf / hear (the port's shared-memory wake-ups are lost: its watchdog moves the
+        bytes)."""
         if action not in FAULTS or port not in PORTS:
             raise ValueError("fault: action one of %s, port one of %s"
                              % (", ".join(FAULTS), ", ".join(PORTS)))
@@ -1110,8 +1112,8 @@ class Cluster:
         self._qom(node, "qom-set", value=value)
 
     def fault_state(self, node):
-        """The card's fault state: {port: {"cut": 0|1, "stalled", "held_ms", "drop_left",
-        "dropped"}}."""
+        """The card's fault state: {port: {"cut": 0|1, "stalled", "deaf", "held_ms",
+        "drop_left", "dropped", "late_wakeups"}}."""
         return _per_port(self._qom(node, "qom-get"))
 
     def direct_state(self, node):

@@ -86,7 +86,8 @@ def test_fault_property_refuses_bad_commands(fc):
         assert "peach2: fault" in str(e.value), str(e.value)
     st = c.fault_state(0)
     assert set(st) == {"E", "W", "S"}
-    assert st["E"] == {"cut": 0, "stalled": 0, "held_ms": 0, "drop_left": 0, "dropped": 0}
+    assert st["E"] == {"cut": 0, "stalled": 0, "deaf": 0, "held_ms": 0, "drop_left": 0,
+                       "dropped": 0, "late_wakeups": 0}
 
 
 def test_cut_ends_a_running_stream_with_an_error_and_restore_brings_the_link_back(fc):

@@ -441,3 +441,33 @@ def test_peer_holding_a_direct_write_is_dropped(shm2):
             mm.close()
     finally:
         h.close()
+
+
+def test_shm_lost_wakeups_are_made_up_by_the_watchdog(shm2):
+    """Node 1 loses every wake-up of its W port (`deaf W`): node 0's packets sit in the
+    ring until node 1's watchdog moves them (every 20 ms). PIO, DMA and gets still work,
+    every byte checked; the fault state counts the bytes the watchdog moved, and QEMU's
+    stderr says a wake-up went missing. `hear W` ends it."""
+    c = shm2
+    assert on_shm(transports(c, 1)["W"])
+    before = c.fault_state(1)["W"]["late_wakeups"]
+    c.fault(1, "deaf", "W")
+    try:
+        assert c.fault_state(1)["W"]["deaf"] == 1
+        pio_pair(c, 0, 1)
+        dma_pair(c, 0, 1, count=3)
+        # Requests to node 1's read proxy are packets (direct writes carry only host
+        # memory), answered by node 1 once its watchdog (or its driver's look) reads them.
+        rc_s, out_s, rc_c, out_c = rp_pair(c, 1, 0, "--seed 7",
+                                           "get-verify --seed 7 --max-len 64 --iters 50")
+        assert rc_s == 0 and rc_c == 0, out_s + out_c
+        assert re.search(r"get-verify: 50 gets, \d+ bytes, 0 mismatches, 0 errors", out_c), out_c
+        late = c.fault_state(1)["W"]["late_wakeups"]
+    finally:
+        c.fault(1, "hear", "W")
+    assert c.fault_state(1)["W"]["deaf"] == 0
+    assert late > before, (before, late)
+    said = c.qemu_stderr(1, 200000)
+    assert re.search(r"peach2 node 1 port 2: \d+ bytes waited over 20 ms in the "
+                     r"shared-memory link with no wake-up; moved by its watchdog", said), said
+    pio_pair(c, 0, 1)  # heard again

@@ -96,6 +96,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(Peach2State, PEACH2)
 #define PEACH2_SHM_OFFER_FDS 4 /* ring, eventfd[, guest RAM, direct area] */
 #define PEACH2_SHM_RX_BUDGET (4u << 20) /* bytes per wake-up, then yield */
 #define PEACH2_SHM_POLL_MAX_US 1000
+/* The rings' watchdog: its period, and how often it may say it moved bytes. */
+#define PEACH2_SHM_WATCH_NS (20 * SCALE_MS)
+#define PEACH2_SHM_WATCH_SAY_NS (10 * NANOSECONDS_PER_SECOND)
 
 /*
  * The direct-write area one end publishes for the peer that writes into its
@@ -180,12 +183,19 @@ typedef struct Peach2Shm {
     uint64_t tx_total;          /* bytes written into our ring */
     bool looking;               /* rx marked polled for a vCPU's RP_TAIL looks */
     Peach2Direct direct;
+    /* The watchdog's last look (peach2_shm_watch) */
+    uint64_t watch_rx_total, watch_tx_total;
+    bool watch_unread, watch_unsent;
+    uint64_t late_wakeups;      /* bytes it moved itself, this connection */
+    uint64_t late_unsaid;       /* ... since it last said so */
+    int64_t late_said_ns;
 } Peach2Shm;
 
 /* Faults the host injects with qom-set (docs/hardware.md §5). */
 typedef struct Peach2Fault {
     bool cut;           /* the cable is cut: every connection is dropped */
     bool stalled;       /* this card does not read the port */
+    bool deaf;          /* its wake-ups are lost (the watchdog still looks) */
     int64_t hold_until; /* QEMU_CLOCK_REALTIME ns: the port sends nothing */
     QEMUTimer *hold_timer;
     QEMUBH *cut_bh;     /* drops the connection outside chardev callbacks */
@@ -218,6 +228,7 @@ struct Peach2State {
     QEMUTimer *wc_timer;
     QEMUTimer *dma_timer;
     QEMUTimer *look_timer;   /* ends the rings' polled mark after the looks */
+    QEMUTimer *shm_watch_timer; /* peach2_shm_watch */
     int64_t last_look_ns;    /* the last RP_TAIL read (QEMU_CLOCK_REALTIME) */
     int64_t dma_burst_start; /* when the current burst of slices began */
     bool dma_run;            /* slices follow each other (a deferral chain) */
@@ -478,6 +489,7 @@ static void peach2_guard_leave(Peach2State *s, bool was)
 
 static void peach2_port_drain(Peach2Port *p);
 static void peach2_send_queued(Peach2State *s);
+static void peach2_shm_send(Peach2Port *p);
 
 /* ---- links: the shared-memory transport ------------------------------- */
 
@@ -1156,8 +1168,95 @@ static void peach2_shm_wake(void *opaque)
     if (read(p->shm.wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
         return;
     }
+    if (p->fault.deaf) {
+        return; /* the wake-up is lost: only the watchdog reads */
+    }
     peach2_shm_receive(p);
     peach2_send_queued(p->dev);
+}
+
+/*
+ * The rings' watchdog. A wake-up that never comes (a kick lost between
+ * two processes, a polled mark left set) would leave bytes in a ring, or
+ * in the core's send queue behind a full ring, until the next one: a link
+ * stalls while both guests wait on it, and their drivers and libraries
+ * time out. Every PEACH2_SHM_WATCH_NS the main loop looks at each ring:
+ * input that sat there for a whole period with nothing read, and output
+ * the core held for a whole period with nothing sent, are moved now, and
+ * counted (fault property: late_wakeups); stderr says so at most every
+ * PEACH2_SHM_WATCH_SAY_NS, since it means a wake-up went missing.
+ */
+static void peach2_shm_watch_note(Peach2Port *p, uint64_t bytes)
+{
+    Peach2Shm *m = &p->shm;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    trace_peach2_shm_watch(p->dev->node_id, p->port, bytes);
+    m->late_wakeups += bytes;
+    m->late_unsaid += bytes;
+    if (m->late_said_ns && now - m->late_said_ns < PEACH2_SHM_WATCH_SAY_NS) {
+        return;
+    }
+    warn_report("peach2 node %u port %u: %" PRIu64 " bytes waited over %d ms "
+                "in the shared-memory link with no wake-up; moved by its "
+                "watchdog (%" PRIu64 " in all on this connection)",
+                p->dev->node_id, p->port, m->late_unsaid,
+                (int)(PEACH2_SHM_WATCH_NS / SCALE_MS), m->late_wakeups);
+    m->late_unsaid = 0;
+    m->late_said_ns = now;
+}
+
+static void peach2_shm_watch(void *opaque)
+{
+    Peach2State *s = opaque;
+    bool any = false;
+    unsigned i;
+
+    for (i = PEACH2_PORT_E; i < PEACH2_NR_PORTS; i++) {
+        Peach2Port *p = &s->ports[i];
+        Peach2Shm *m = &p->shm;
+        bool unread, unsent;
+
+        if (!p->shm_on || !m->rx) {
+            continue;
+        }
+        any = true;
+        unread = !p->fault.stalled && peach2_shm_ring_readable(m->rx) &&
+                 m->direct.rx_total == m->watch_rx_total;
+        unsent = (peach2_core_tx_pending(s->core) & (1u << i)) &&
+                 m->tx_total == m->watch_tx_total &&
+                 !(p->fault.hold_until &&
+                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) <
+                   p->fault.hold_until);
+        if (unread && m->watch_unread) {
+            uint64_t before = m->direct.rx_total;
+
+            peach2_shm_receive(p); /* may drop the cable: m->rx NULL */
+            if (!m->rx) {
+                continue;
+            }
+            peach2_shm_watch_note(p, m->direct.rx_total - before);
+            unread = false;
+        }
+        if (unsent && m->watch_unsent) {
+            uint64_t before = m->tx_total;
+
+            peach2_shm_send(p);
+            if (m->tx_total != before) { /* there was room: a lost kick */
+                peach2_shm_watch_note(p, m->tx_total - before);
+                unsent = false;
+            }
+        }
+        m->watch_unread = unread;
+        m->watch_unsent = unsent;
+        m->watch_rx_total = m->direct.rx_total;
+        m->watch_tx_total = m->tx_total;
+    }
+    if (any) {
+        peach2_send_queued(s);
+        timer_mod(s->shm_watch_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + PEACH2_SHM_WATCH_NS);
+    }
 }
 
 /* What the core has queued goes into our ring; the peer is kicked. */
@@ -1404,6 +1503,11 @@ static void peach2_shm_start(Peach2Port *p)
     peach2_shm_receive(p);
     peach2_send_queued(p->dev);
     peach2_shm_kick(m->peer_wake_fd);
+    if (!timer_pending(p->dev->shm_watch_timer)) {
+        timer_mod(p->dev->shm_watch_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  PEACH2_SHM_WATCH_NS);
+    }
 }
 
 /*
@@ -1743,23 +1847,26 @@ static char *peach2_fault_get(Object *obj, Error **errp)
         if (s->core) {
             peach2_core_link_fault_state(s->core, i, &drop_left, &dropped);
         }
-        g_string_append_printf(out, "%s%c: cut=%d stalled=%d held_ms=%" PRId64
-                               " drop_left=%u dropped=%" PRIu64,
+        g_string_append_printf(out, "%s%c: cut=%d stalled=%d deaf=%d "
+                               "held_ms=%" PRId64 " drop_left=%u dropped=%"
+                               PRIu64 " late_wakeups=%" PRIu64,
                                i == PEACH2_PORT_E ? "" : "; ", "NEWS"[i],
-                               p->fault.cut, p->fault.stalled,
-                               held / SCALE_MS, drop_left, dropped);
+                               p->fault.cut, p->fault.stalled, p->fault.deaf,
+                               held / SCALE_MS, drop_left, dropped,
+                               p->shm.late_wakeups);
     }
     return g_string_free(out, false);
 }
 
 /*
- * "cut P", "restore P", "drop P N", "delay P MS", "stall P", "unstall P";
- * P is E, W or S.
+ * "cut P", "restore P", "drop P N", "delay P MS", "stall P", "unstall P",
+ * "deaf P", "hear P"; P is E, W or S.
  */
 static void peach2_fault_set(Object *obj, const char *value, Error **errp)
 {
     static const char usage[] = "expected 'cut P', 'restore P', 'drop P N', "
-        "'delay P MS', 'stall P' or 'unstall P' with P one of E, W, S";
+        "'delay P MS', 'stall P', 'unstall P', 'deaf P' or 'hear P' with P "
+        "one of E, W, S";
     Peach2State *s = PEACH2(obj);
     g_auto(GStrv) w = g_strsplit(value, " ", 0);
     guint n = g_strv_length(w);
@@ -1806,6 +1913,12 @@ static void peach2_fault_set(Object *obj, const char *value, Error **errp)
     } else if (!strcmp(w[0], "stall")) {
         p->fault.stalled = true;
         peach2_direct_publish(p); /* the peer's writes wait as packets */
+    } else if (!strcmp(w[0], "deaf")) {
+        p->fault.deaf = true;
+    } else if (!strcmp(w[0], "hear")) {
+        p->fault.deaf = false;
+        peach2_shm_receive(p);
+        peach2_send_queued(s);
     } else if (!strcmp(w[0], "unstall")) {
         p->fault.stalled = false;
         peach2_direct_publish(p);
@@ -2244,6 +2357,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
     s->dma_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_schedule_service,
                                 s);
     s->look_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_look_timer, s);
+    s->shm_watch_timer = timer_new_ns(QEMU_CLOCK_REALTIME, peach2_shm_watch,
+                                      s);
     cpu_wc_flush_register(peach2_wc_fence, s);
 
     pci_config_set_interrupt_pin(pdev->config, 1);
@@ -2291,6 +2406,8 @@ static void peach2_realize(PCIDevice *pdev, Error **errp)
         s->dma_timer = NULL;
         timer_free(s->look_timer);
         s->look_timer = NULL;
+        timer_free(s->shm_watch_timer);
+        s->shm_watch_timer = NULL;
         cpu_wc_flush_unregister(peach2_wc_fence, s);
         peach2_direct_free(s);
         return;
@@ -2343,6 +2460,7 @@ static void peach2_exit(PCIDevice *pdev)
         timer_free(s->wc_timer);
         timer_free(s->dma_timer);
         timer_free(s->look_timer);
+        timer_free(s->shm_watch_timer);
         cpu_wc_flush_unregister(peach2_wc_fence, s);
     }
     if (s->trace_file) {
@@ -2439,7 +2557,8 @@ static void peach2_class_init(ObjectClass *klass, void *data)
                                   peach2_fault_set);
     object_class_property_set_description(klass, "fault",
         "fault injection at run time (qom-set): 'cut P', 'restore P', "
-        "'drop P N', 'delay P MS', 'stall P', 'unstall P' (P: E, W, S); "
+        "'drop P N', 'delay P MS', 'stall P', 'unstall P', 'deaf P', "
+        "'hear P' (P: E, W, S); "
         "reading it gives each port's state");
     object_class_property_set_description(klass, "shm-ring-size",
         "bytes of each shared-memory ring (a power of two, 4 KiB .. 256 MiB)");
