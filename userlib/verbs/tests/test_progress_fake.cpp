@@ -69,11 +69,16 @@ protected:
 
 // Each look costs a polling program's vCPU a timer interrupt and two
 // context switches: while it polls, the thread looks every 10 ms (300 ms:
-// ~30 looks; at the old 1 ms, ~300).
+// ~30 looks; at the old 1 ms, ~300). A look can count twice or three
+// times (the program holds the lock: the thread tries again after its
+// period, or waits on the lock): up to ~90 on a busy host (69 seen under
+// `ctest -j2`), still well apart from a look every 2 ms (150 and more).
+constexpr long kMaxLooksIn300ms = 100;
+
 TEST_F(ProgressThread, LeavesAPollingProgramAlone) {
     looks_while_polling(std::chrono::milliseconds(20));  // settle into the period
     const long looks = looks_while_polling(std::chrono::milliseconds(300));
-    EXPECT_LE(looks, 60);
+    EXPECT_LE(looks, kMaxLooksIn300ms);
 }
 
 // The MPIs arm their CQs once and then poll: 2 ms after the arming the
@@ -87,7 +92,7 @@ TEST_F(ProgressThread, LeavesAProgramThatArmedOnceAndPollsAlone) {
     ASSERT_EQ(0, ibv_req_notify_cq(armed, 0));
     looks_while_polling(std::chrono::milliseconds(20));
     const long looks = looks_while_polling(std::chrono::milliseconds(300));
-    EXPECT_LE(looks, 60);
+    EXPECT_LE(looks, kMaxLooksIn300ms);
     EXPECT_EQ(0, ibv_destroy_cq(armed));
     EXPECT_EQ(0, ibv_destroy_comp_channel(ch));
 }
@@ -97,7 +102,7 @@ TEST_F(ProgressThread, LeavesAProgramThatArmedOnceAndPollsAlone) {
 // long period.
 TEST_F(ProgressThread, TakesOverWhenTheProgramStops) {
     looks_while_polling(std::chrono::milliseconds(50));
-    // ~600 at 1 ms, <= 60 at the polling cadence; room for a busy host.
+    // ~600 at 1 ms, ~30 at the polling cadence; room for a busy host.
     const long looks = looks_while_away(std::chrono::milliseconds(600));
     EXPECT_GE(looks, 100);
 }
