@@ -131,6 +131,8 @@ Engine::Engine(Context& ctx) : ctx_(ctx), tune_(Tunables::from_env()) {
     thread_ = std::thread([this] { thread_main(); });
     // Named here, before anyone can look (top -H, gdb, test_progress_fake.cpp).
     pthread_setname_np(thread_.native_handle(), kThreadName);
+    renewer_ = std::thread([this] { renewer_main(); });
+    pthread_setname_np(renewer_.native_handle(), kRenewerName);
 }
 
 Engine::~Engine() {
@@ -192,8 +194,11 @@ void Engine::stop_thread() noexcept {
         stop_ = true;
     }
     wake_.notify_all();
+    renew_wake_.notify_all();
     if (thread_.joinable())
         thread_.join();
+    if (renewer_.joinable())
+        renewer_.join();  // after its lookup, if one is out
 }
 
 std::uint32_t Engine::node_id() const noexcept { return ctx_.card().node_id; }
@@ -300,6 +305,38 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
             j.qp->renewed(j.r, j.rc, j.n, j.started);
 }
 
+// The renewer: lease renewals, each a lookup that may take as long as a
+// read-proxy request can (TCA_RP_TIMEOUT_MS, 10 s) when the target or the
+// links are slow. They used to run in the progress thread, which then sent
+// no acknowledgement for a program that waits or computes until the lookup
+// ended; a peer gives up after eight silent ack periods (~7-9 s). Stop 44's
+// CI run saw lookups of 2.3-3.5 s, one after another, then a peer that gave
+// up (docs/notes.md, 2026-12-02). Like the progress thread it waits for the
+// engine lock only after kLockPatienceNs of a program that holds it.
+void Engine::renewer_main() {
+    constexpr auto kPeriod = std::chrono::milliseconds(50);  // a lease is 1 s: renewed at 0.5-0.55 s
+    std::uint64_t refused_since = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> w(wake_lock_);
+            renew_wake_.wait_for(w, kPeriod, [this] { return stop_; });
+            if (stop_)
+                return;
+        }
+        std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
+        if (!g.owns_lock()) {
+            const std::uint64_t t = now();
+            if (!refused_since)
+                refused_since = t;
+            if (t - refused_since < kLockPatienceNs)
+                continue;
+            g.lock();
+        }
+        refused_since = 0;
+        renew_leases(g);
+    }
+}
+
 bool Engine::program_drives(std::uint64_t t) const noexcept {
     return t - last_call_ns_.load(std::memory_order_relaxed) < kActiveNs &&
            event_waiters_.load(std::memory_order_relaxed) == 0;
@@ -339,7 +376,6 @@ void Engine::thread_main() {
         armed = false;
         for (Cq* cq : cqs)
             armed |= cq->armed && cq->channel;
-        renew_leases(g);
         const std::uint64_t t = now();
         const bool active = program_drives(t);
         if (active && !armed)

@@ -109,8 +109,10 @@ public:
             kick();
     }
     static std::uint64_t now() noexcept;
-    // The progress thread's name (at most 15 characters).
+    // The progress thread's name, and the lease renewer's (at most 15
+    // characters).
     static constexpr const char* kThreadName = "peach2-verbs";
+    static constexpr const char* kRenewerName = "peach2-leases";
 
     // Wake the progress thread (a CQ was armed, a QP needs acks).
     void kick() noexcept;
@@ -119,7 +121,7 @@ public:
         armed_ns_.store(now(), std::memory_order_relaxed);
         kick();
     }
-    // Ends the progress thread (idempotent). At exit() every engine's
+    // Ends the progress thread and the renewer (idempotent). At exit() every engine's
     // thread is stopped before static destructors run (programs often exit
     // with the device still open).
     void stop_thread() noexcept;
@@ -128,6 +130,7 @@ public:
 
 private:
     void thread_main();
+    void renewer_main();
     void renew_leases(std::unique_lock<std::mutex>& held);
     // The program called a verb within kActiveNs of t and no thread of it
     // waits in ibv_get_cq_event: it moves its QPs along itself.
@@ -153,8 +156,10 @@ private:
     std::atomic<std::uint64_t> armed_ns_{0};  // the last ibv_req_notify_cq
     std::atomic<int> event_waiters_{0};
     std::thread thread_;
+    std::thread renewer_;
     std::mutex wake_lock_;
     std::condition_variable wake_;
+    std::condition_variable renew_wake_;  // stop_, for the renewer
     bool stop_ = false;
     bool kicked_ = false;
 };

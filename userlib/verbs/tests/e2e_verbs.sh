@@ -137,6 +137,12 @@ if [ -n "$check" ]; then
 	expect check_leaseout "PASS"
 	grep -q "the lease on peer QP .* ran out, not renewed" "$dir/check_leaseout.srv.log" ||
 		fail "check_leaseout: the server did not say its lease ran out"
+	# Lookups of 5 s (the fake answers late) do not hold up the sleeping server's
+	# acknowledgements: its renewals have a thread of their own.
+	pair check_slowrenew "$check" slowrenew
+	expect check_slowrenew "PASS"
+	grep -q "renewing the lease on QP .* took" "$dir/check_slowrenew.srv.log" ||
+		fail "check_slowrenew: no renewal of the server was slow (fake_rp_control delay_us)"
 	# The server exits without a word after 300 messages: the client's
 	# outstanding Sends end with an error, not a hang.
 	pair check_peer "$check" -n 300 peer

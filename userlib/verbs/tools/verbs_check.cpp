@@ -71,6 +71,10 @@
 //   leaseout the same, but no renewal ever succeeds: once the lease has run
 //            out the server's QP writes no more, and a Send of the client ends
 //            with IBV_WC_RETRY_EXC_ERR
+//   slowrenew each lookup of the server takes 5 s (the fake driver answers
+//            late) while it sleeps and the client sends up to COUNT messages
+//            60 ms apart: every Send is acknowledged (by the server's progress
+//            thread, which a renewal in its lookup does not hold up)
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -1326,6 +1330,49 @@ void renew_test(const char* server, int port, std::uint64_t count, bool for_good
          now_s() - t0);
 }
 
+// The server's lease renewals take 5 s each (the fake driver delays every
+// read-proxy answer) while its program sleeps: only its progress thread can
+// acknowledge the client's COUNT (at most 40) Sends, 60 ms apart. When the
+// renewals ran in that thread, it acknowledged nothing from the first one
+// (half a lease in) for 5 s, and the client's Sends ended with
+// IBV_WC_RETRY_EXC_ERR after eight ack periods (4 s with the fake's 500 ms).
+void slowrenew_test(const char* server, int port, std::uint64_t count) {
+    Link link(server, port);
+    Dev d;
+    Qp q(d, 64, 64);
+    const int n = static_cast<int>(std::min<std::uint64_t>(count, 40));
+    Messages m(d, q, n);
+    q.connect_over(link, d);
+    if (g_server) {
+        using Control = void (*)(const char*, long);
+        const auto control = reinterpret_cast<Control>(::dlsym(RTLD_DEFAULT, "fake_rp_control"));
+        if (!control)
+            fail("needs the fake driver (LD_PRELOAD of libfake_peach2.so): no fake_rp_control");
+        control("delay_us", 5000000);
+        link.sync(1);
+        const double t0 = now_s();
+        link.sync(2);  // the program made no call while the client sent
+        const double slept = now_s() - t0;
+        Messages::expect_received(d, n);
+        control("reset", 0);
+        pass("%d messages received after %.1f s without a call, renewals taking 5 s", n, slept);
+        return;
+    }
+    link.sync(1);
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        m.send(q, i);
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
+                 ibv_wc_status_str(wc.status));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    }
+    const double took = now_s() - t0;
+    link.sync(2);
+    pass("%d Sends over %.1f s acknowledged while the server's lease lookups took 5 s", n, took);
+}
+
 // ---- udgone --------------------------------------------------------------------------------
 
 constexpr std::uint32_t kUdQkey = 0x11111111;
@@ -1574,7 +1621,8 @@ void usage() {
     std::fprintf(
         stderr,
         "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
-        "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|slowbounce|remr|udgone|hold "
+        "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|slowbounce|remr|udgone|"
+        "renew|leaseout|slowrenew|hold "
         "[SERVER]\n");
     std::exit(2);
 }
@@ -1630,6 +1678,8 @@ int main(int argc, char** argv) {
         renew_test(server, port, count, false);
     else if (t == "leaseout")
         renew_test(server, port, count, true);
+    else if (t == "slowrenew")
+        slowrenew_test(server, port, count);
     else if (t == "hold")
         hold_test(count);
     else
