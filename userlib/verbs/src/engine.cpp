@@ -314,7 +314,8 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
 // up (docs/notes.md, 2026-12-02). Like the progress thread it waits for the
 // engine lock only after kLockPatienceNs of a program that holds it.
 void Engine::renewer_main() {
-    constexpr auto kPeriod = std::chrono::milliseconds(50);  // a lease is 1 s: renewed at 0.5-0.55 s
+    constexpr auto kPeriod =
+        std::chrono::milliseconds(50);  // a lease is 1 s: renewed at 0.5-0.55 s
     std::uint64_t refused_since = 0;
     for (;;) {
         {
