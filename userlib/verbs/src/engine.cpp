@@ -274,7 +274,7 @@ void Engine::kick() noexcept {
 // Lookups for the leases that are due, made without the lock (each may take
 // a read-proxy round trip), their outcomes applied under it to the QPs that
 // still exist. Called and returns with `held` locked.
-void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
+std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
     struct Job {
         Qp* qp;
         Qp::Renewal r;
@@ -289,8 +289,14 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
         if (qp->renewal_due(t, &j.r))
             jobs.push_back(j);
     }
+    const auto next_due = [this] {
+        std::uint64_t next = UINT64_MAX;
+        for (Qp* qp : qps)
+            next = std::min(next, qp->renewal_at());
+        return next;
+    };
     if (jobs.empty())
-        return;
+        return next_due();
     held.unlock();
     for (Job& j : jobs) {
         j.started = now();
@@ -303,6 +309,7 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
     for (Job& j : jobs)
         if (std::find(qps.begin(), qps.end(), j.qp) != qps.end())
             j.qp->renewed(j.r, j.rc, j.n, j.started);
+    return next_due();
 }
 
 // The renewer: lease renewals, each a lookup that may take as long as a
@@ -314,27 +321,32 @@ void Engine::renew_leases(std::unique_lock<std::mutex>& held) {
 // up (docs/notes.md, 2026-12-02). Like the progress thread it waits for the
 // engine lock only after kLockPatienceNs of a program that holds it.
 void Engine::renewer_main() {
-    constexpr auto kPeriod =
-        std::chrono::milliseconds(50);  // a lease is 1 s: renewed at 0.5-0.55 s
+    // It sleeps until the next renewal falls due, and looks at least this
+    // often for QPs connected meanwhile (a lease is 1 s; the first renewal
+    // falls due half of it after the connection).
+    constexpr std::uint64_t kLongestSleepNs = 250'000'000;
     std::uint64_t refused_since = 0;
+    std::uint64_t next = 0;  // when a renewal falls due
     for (;;) {
+        const std::uint64_t t = now();
+        const std::uint64_t sleep_ns = next <= t ? 1'000'000 : std::min(next - t, kLongestSleepNs);
         {
             std::unique_lock<std::mutex> w(wake_lock_);
-            renew_wake_.wait_for(w, kPeriod, [this] { return stop_; });
+            renew_wake_.wait_for(w, std::chrono::nanoseconds(sleep_ns), [this] { return stop_; });
             if (stop_)
                 return;
         }
         std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
         if (!g.owns_lock()) {
-            const std::uint64_t t = now();
+            const std::uint64_t t2 = now();
             if (!refused_since)
-                refused_since = t;
-            if (t - refused_since < kLockPatienceNs)
+                refused_since = t2;
+            if (t2 - refused_since < kLockPatienceNs)
                 continue;
             g.lock();
         }
         refused_since = 0;
-        renew_leases(g);
+        next = renew_leases(g);
     }
 }
 

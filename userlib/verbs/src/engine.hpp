@@ -131,7 +131,8 @@ public:
 private:
     void thread_main();
     void renewer_main();
-    void renew_leases(std::unique_lock<std::mutex>& held);
+    // Makes the renewals due; returns when the next one falls due.
+    std::uint64_t renew_leases(std::unique_lock<std::mutex>& held);
     // The program called a verb within kActiveNs of t and no thread of it
     // waits in ibv_get_cq_event: it moves its QPs along itself.
     bool program_drives(std::uint64_t t) const noexcept;

@@ -494,6 +494,13 @@ bool Qp::renewal_due(std::uint64_t now, Renewal* out) const {
     return true;
 }
 
+std::uint64_t Qp::renewal_at() const noexcept {
+    const ibv_qp_state s = state();
+    if (!peer_.valid() || peer_lost_ || (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD))
+        return UINT64_MAX;
+    return peer_.renewal_at();
+}
+
 void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started) {
     if (!peer_.valid() || peer_lost_)
         return;

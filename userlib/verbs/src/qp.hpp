@@ -184,6 +184,8 @@ public:
         std::uint64_t owner, size;
     };
     bool renewal_due(std::uint64_t now, Renewal* out) const;
+    // When the next renewal falls due (UINT64_MAX: none to make).
+    std::uint64_t renewal_at() const noexcept;
     void renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started);
     bool busy() const noexcept;
     void flush_ack() { send_ack(true); }

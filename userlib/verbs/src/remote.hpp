@@ -49,6 +49,7 @@ public:
 
     // Is a renewal due (half the lease gone) / the lease over?
     bool renewal_due(std::uint64_t now_ns) const noexcept { return now_ns >= renew_ns_; }
+    std::uint64_t renewal_at() const noexcept { return renew_ns_; }
     bool expired(std::uint64_t now_ns) const noexcept { return now_ns >= expire_ns_; }
     // Looks the name up again: 0 extends the lease; an error means the name
     // is gone or unreachable (the caller stops writing).
