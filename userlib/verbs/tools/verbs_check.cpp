@@ -1266,7 +1266,30 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
         n, sent, kLen);
 }
 
-// ---- renew, leaseout ------------------------------------------------------------------------
+// ---- renew, leaseout, slowrenew --------------------------------------------------------------
+
+// Their RC pair: up to 40 messages, the QP connected.
+struct RenewPair {
+    Link link;
+    Dev d;
+    Qp q{d, 64, 64};
+    int n;
+    Messages m;
+    RenewPair(const char* server, int port, std::uint64_t count)
+        : link(server, port), n(static_cast<int>(std::min<std::uint64_t>(count, 40))), m(d, q, n) {
+        q.connect_over(link, d);
+    }
+};
+
+// The fake driver's read-proxy test control (tests/fake/fake_rp.c), which
+// the server must preload.
+void fake_control(const char* what, long value) {
+    using Control = void (*)(const char*, long);
+    const auto control = reinterpret_cast<Control>(::dlsym(RTLD_DEFAULT, "fake_rp_control"));
+    if (!control)
+        fail("needs the fake driver (LD_PRELOAD of libfake_peach2.so): no fake_rp_control");
+    control(what, value);
+}
 
 // The server's library cannot renew its lease on the client's QP (the fake
 // driver refuses its read-proxy submissions with EHOSTUNREACH, as the
@@ -1279,21 +1302,11 @@ void slowbounce_test(const char* server, int port, std::uint64_t count) {
 //   QP writes nothing more to the client's (the name may have been freed),
 //   so a Send ends with IBV_WC_RETRY_EXC_ERR, and the client passes then.
 void renew_test(const char* server, int port, std::uint64_t count, bool for_good) {
-    Link link(server, port);
-    Dev d;
-    Qp q(d, 64, 64);
-    const int n = static_cast<int>(std::min<std::uint64_t>(count, 40));
-    Messages m(d, q, n);
-    q.connect_over(link, d);
-    if (g_server) {
-        // The fake driver's test control (tests/fake/fake_rp.c), when preloaded.
-        using Control = void (*)(const char*, long);
-        const auto control = reinterpret_cast<Control>(::dlsym(RTLD_DEFAULT, "fake_rp_control"));
-        if (!control)
-            fail("needs the fake driver (LD_PRELOAD of libfake_peach2.so): no fake_rp_control");
-        // renew: the first renewal (half a lease in) and two retries.
-        control("unreach", for_good ? 1000000 : 3);
-    }
+    RenewPair p(server, port, count);
+    auto& [link, d, q, n, m] = p;
+    // renew: the first renewal (half a lease in) and two retries.
+    if (g_server)
+        fake_control("unreach", for_good ? 1000000 : 3);
     link.sync(1);
     if (g_server) {
         const double t0 = now_s();
@@ -1337,24 +1350,16 @@ void renew_test(const char* server, int port, std::uint64_t count, bool for_good
 // (half a lease in) for 5 s, and the client's Sends ended with
 // IBV_WC_RETRY_EXC_ERR after eight ack periods (4 s with the fake's 500 ms).
 void slowrenew_test(const char* server, int port, std::uint64_t count) {
-    Link link(server, port);
-    Dev d;
-    Qp q(d, 64, 64);
-    const int n = static_cast<int>(std::min<std::uint64_t>(count, 40));
-    Messages m(d, q, n);
-    q.connect_over(link, d);
+    RenewPair p(server, port, count);
+    auto& [link, d, q, n, m] = p;
     if (g_server) {
-        using Control = void (*)(const char*, long);
-        const auto control = reinterpret_cast<Control>(::dlsym(RTLD_DEFAULT, "fake_rp_control"));
-        if (!control)
-            fail("needs the fake driver (LD_PRELOAD of libfake_peach2.so): no fake_rp_control");
-        control("delay_us", 5000000);
+        fake_control("delay_us", 5000000);
         link.sync(1);
         const double t0 = now_s();
         link.sync(2);  // the program made no call while the client sent
         const double slept = now_s() - t0;
         Messages::expect_received(d, n);
-        control("reset", 0);
+        fake_control("reset", 0);
         pass("%d messages received after %.1f s without a call, renewals taking 5 s", n, slept);
         return;
     }
