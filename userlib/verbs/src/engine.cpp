@@ -336,18 +336,25 @@ void Engine::renewer_main() {
             if (stop_)
                 return;
         }
-        std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
-        if (!g.owns_lock()) {
-            const std::uint64_t t2 = now();
-            if (!refused_since)
-                refused_since = t2;
-            if (t2 - refused_since < kLockPatienceNs)
-                continue;
-            g.lock();
-        }
-        refused_since = 0;
+        std::unique_lock<std::mutex> g = lock_patiently(&refused_since);
+        if (!g.owns_lock())
+            continue;
         next = renew_leases(g);
     }
+}
+
+std::unique_lock<std::mutex> Engine::lock_patiently(std::uint64_t* refused_since) {
+    std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
+    if (!g.owns_lock()) {
+        const std::uint64_t t = now();
+        if (!*refused_since)
+            *refused_since = t;
+        if (t - *refused_since < kLockPatienceNs)
+            return g;  // not owned: look again later
+        g.lock();
+    }
+    *refused_since = 0;
+    return g;
 }
 
 bool Engine::program_drives(std::uint64_t t) const noexcept {
@@ -375,17 +382,10 @@ void Engine::thread_main() {
                 return;
             kicked_ = false;
         }
-        std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
-        if (!g.owns_lock()) {
-            // The program is in a verb: it makes progress itself.
-            const std::uint64_t t = now();
-            if (!refused_since)
-                refused_since = t;
-            if (t - refused_since < kLockPatienceNs)
-                continue;
-            g.lock();
-        }
-        refused_since = 0;
+        // Not taken: the program is in a verb, it makes progress itself.
+        std::unique_lock<std::mutex> g = lock_patiently(&refused_since);
+        if (!g.owns_lock())
+            continue;
         armed = false;
         for (Cq* cq : cqs)
             armed |= cq->armed && cq->channel;

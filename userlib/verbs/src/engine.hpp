@@ -131,6 +131,10 @@ public:
 private:
     void thread_main();
     void renewer_main();
+    // The engine lock for the two threads: not taken while the program holds
+    // it, until it has for kLockPatienceNs (*refused_since: the first refusal
+    // of the current run, 0 after the lock was taken).
+    std::unique_lock<std::mutex> lock_patiently(std::uint64_t* refused_since);
     // Makes the renewals due; returns when the next one falls due.
     std::uint64_t renew_leases(std::unique_lock<std::mutex>& held);
     // The program called a verb within kActiveNs of t and no thread of it
