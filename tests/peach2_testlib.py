@@ -97,8 +97,9 @@ def failure_report(c, nodes=None):
             rc, out = rc or rc_node, out + out_node
             said = c.run(i, "dmesg | grep -i peach2 | tail -8", timeout=30)[1]
         parts.append("===== node%d (rc %d)\n%s" % (i, rc, out))
-        parts.append("----- node%d QEMU stderr\n%s" % (i, c.qemu_stderr(i, 1500)))
-        qemu_said = [l for l in c.qemu_stderr(i, 100000).splitlines()
+        stderr = c.qemu_stderr(i, 100000)
+        parts.append("----- node%d QEMU stderr\n%s" % (i, stderr[-1500:]))
+        qemu_said = [l for l in stderr.splitlines()
                      if re.search(r"warning|error|drop|down|slow", l, re.I)][-8:]
         summary.append("node%d: peach2 in dmesg (last 8):\n%s\nnode%d: QEMU warnings (last 8):\n%s"
                        % (i, said.rstrip() or "  (none)", i, "\n".join(qemu_said) or "  (none)"))

@@ -489,7 +489,6 @@ static void peach2_guard_leave(Peach2State *s, bool was)
 
 static void peach2_port_drain(Peach2Port *p);
 static void peach2_send_queued(Peach2State *s);
-static void peach2_shm_send(Peach2Port *p);
 
 /* ---- links: the shared-memory transport ------------------------------- */
 
@@ -1209,6 +1208,7 @@ static void peach2_shm_watch_note(Peach2Port *p, uint64_t bytes)
 static void peach2_shm_watch(void *opaque)
 {
     Peach2State *s = opaque;
+    unsigned pending = peach2_core_tx_pending(s->core);
     bool any = false;
     unsigned i;
 
@@ -1223,11 +1223,7 @@ static void peach2_shm_watch(void *opaque)
         any = true;
         unread = !p->fault.stalled && peach2_shm_ring_readable(m->rx) &&
                  m->direct.rx_total == m->watch_rx_total;
-        unsent = (peach2_core_tx_pending(s->core) & (1u << i)) &&
-                 m->tx_total == m->watch_tx_total &&
-                 !(p->fault.hold_until &&
-                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) <
-                   p->fault.hold_until);
+        unsent = (pending & (1u << i)) && m->tx_total == m->watch_tx_total;
         if (unread && m->watch_unread) {
             uint64_t before = m->direct.rx_total;
 
@@ -1241,7 +1237,7 @@ static void peach2_shm_watch(void *opaque)
         if (unsent && m->watch_unsent) {
             uint64_t before = m->tx_total;
 
-            peach2_shm_send(p);
+            peach2_port_drain(p); /* nothing while a 'delay' fault holds */
             if (m->tx_total != before) { /* there was room: a lost kick */
                 peach2_shm_watch_note(p, m->tx_total - before);
                 unsent = false;

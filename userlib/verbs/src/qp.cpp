@@ -485,9 +485,7 @@ bool Qp::quiet(std::uint64_t now) const noexcept {
 bool Qp::busy() const noexcept { return !sq_.empty() || (tx_ && !tx_->all_acked()); }
 
 bool Qp::renewal_due(std::uint64_t now, Renewal* out) const {
-    const ibv_qp_state s = state();
-    if (!peer_.valid() || peer_lost_ ||
-        (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD) || !peer_.renewal_due(now))
+    if (now < renewal_at())
         return false;
     *out = Renewal{peer_.node(), peer_.info().kind, peer_.info().name, peer_.info().owner,
                    peer_.info().size};
