@@ -1380,7 +1380,8 @@ def _interactive(c):
     print("cluster of %d node(s); run dir %s" % (c.n, c.run_dir))
     print("commands run on the current node; ':node <i>' switches, ':all <cmd>' runs on "
           "every node, ':console [<i>]' shows the console tail, ':status [FILE.png|svg]' "
-          "shows every card and cable, ':fault <i> cut|restore|stall|unstall|deaf|hear <port>' or "
+          "shows every card and cable, "
+          "':fault <i> cut|restore|stall|unstall|deaf|hear <port>' or "
           "':fault <i> drop|delay <port> <n>' injects a fault (no args: the state), "
           "':quit' (or EOF) stops.")
     while True:
