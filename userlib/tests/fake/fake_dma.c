@@ -8,6 +8,7 @@
  * global address). A ticket is therefore complete as soon as it exists (and
  * a start with PEACH2_DMA_REAP always comes back ENDED).
  * A refused transfer is named in the request's `refusal`, as the driver does.
+ * TCA_FAKE_DMA_TEAR_US tears every copy (copy_torn).
  * What it cannot model: timing, concurrency, card errors, poll().
  */
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FAKE_CHAINS 256
 #define FAKE_DONE   1024 /* completed, unwaited tickets kept (as the driver) */
@@ -126,6 +128,30 @@ static unsigned char *local_byte(const struct fake_alloc *a, uint64_t off)
 	return fake_window + c->global_addr + (off - c->offset);
 }
 
+/*
+ * PCIe orders a card's writes, not the bytes within one: TCA_FAKE_DMA_TEAR_US
+ * makes every copy store its last 8 bytes first and the rest that many
+ * microseconds later, so that a reader polling a copy's last word (a PSN
+ * pair sent in the same write as its packet) sees it before the bytes it
+ * stands for.
+ */
+static void copy_torn(unsigned char *d, const unsigned char *s, uint64_t n)
+{
+	static long tear_us = -1;
+	if (tear_us < 0) {
+		const char *us = getenv("TCA_FAKE_DMA_TEAR_US");
+		tear_us = us ? strtol(us, NULL, 0) : 0;
+	}
+	if (tear_us <= 0 || n <= 8) {
+		memmove(d, s, n);
+		return;
+	}
+	memmove(d + n - 8, s + n - 8, 8);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	usleep((useconds_t)tear_us);
+	memmove(d, s, n - 8);
+}
+
 static void run_xfer(const struct peach2_xfer *x, const struct fake_alloc *src,
 		     const struct fake_alloc *dst)
 {
@@ -146,8 +172,8 @@ static void run_xfer(const struct peach2_xfer *x, const struct fake_alloc *src,
 				if (dc->offset + dc->len - (x->dst + p) < n)
 					n = dc->offset + dc->len - (x->dst + p);
 			}
-			memmove(dst ? local_byte(dst, x->dst + p) : fake_window + x->dst + p,
-				local_byte(src, x->src_offset + p), n);
+			copy_torn(dst ? local_byte(dst, x->dst + p) : fake_window + x->dst + p,
+				  local_byte(src, x->src_offset + p), n);
 			p += n;
 		}
 		return;

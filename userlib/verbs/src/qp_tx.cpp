@@ -310,7 +310,7 @@ bool Qp::dma_idle() {
 // One low-latency packet: header + `len` bytes of the operation from `from`
 // (none for op == nullptr), built in our staging copy of the slot, then
 // written by PIO (payload, then the PSN pair) or by the slot's prebuilt
-// chain. The caller checked ll_room().
+// chain (the same two writes). The caller checked ll_room().
 bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, std::uint32_t len) {
     const std::uint32_t slot = tx_->ll_slot();
     const std::uint64_t off = wire::kCtrlBytes + std::uint64_t{slot} * wire::kLlSlot;
@@ -350,14 +350,22 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
         tcaDmaOpts o{};
         o.channel = TCA_DMA_CHANNEL(dma_channel_);
         if (!c.id) {
-            tcaDmaXfer x{};
-            x.dst = p.h;
-            x.dst_offset = p.hoff;
-            x.src = s;
-            x.len = wire::kLlSlot;
-            if (tcaChainCreate(&x, 1, &o, &c) == TCA_ENODESC) {
+            // Two writes, the packet, then its pair: PCIe orders a card's
+            // writes, not the bytes within one, so a pair in the packet's
+            // own write could land before the head it vouches for.
+            tcaDmaXfer x[2]{};
+            for (tcaDmaXfer& w : x) {
+                w.dst = p.h;
+                w.dst_offset = p.hoff;
+                w.src = s;
+            }
+            x[0].len = wire::kLlPairOff;
+            x[1].dst_offset += wire::kLlPairOff;
+            x[1].src = s + wire::kLlPairOff;
+            x[1].len = sizeof pair;
+            if (tcaChainCreate(x, 2, &o, &c) == TCA_ENODESC) {
                 o.flags = TCA_DMA_HOST_DESC;  // on-card descriptor RAM is full
-                if (tcaChainCreate(&x, 1, &o, &c))
+                if (tcaChainCreate(x, 2, &o, &c))
                     return false;
                 o.flags = 0;
             }

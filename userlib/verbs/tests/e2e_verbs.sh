@@ -143,6 +143,14 @@ if [ -n "$check" ]; then
 	expect check_slowrenew "PASS"
 	grep -q "renewing the lease on QP .* took" "$dir/check_slowrenew.srv.log" ||
 		fail "check_slowrenew: no renewal of the server was slow (fake_rp_control delay_us)"
+	# PCIe orders a card's writes, not the bytes within one: with every DMA
+	# copy of the fake storing its last 8 bytes first and the rest 200 us
+	# later, and every small packet sent by its slot's chain, no packet is
+	# taken before its bytes (its PSN pair comes in a write of its own).
+	export PEACH2_VERBS_LL=dma TCA_FAKE_DMA_TEAR_US=200
+	pair check_torn "$check" -n 1500 stream
+	unset PEACH2_VERBS_LL TCA_FAKE_DMA_TEAR_US
+	expect check_torn "PASS"
 	# The server exits without a word after 300 messages: the client's
 	# outstanding Sends end with an error, not a hang.
 	pair check_peer "$check" -n 300 peer
