@@ -266,12 +266,23 @@ struct Peach2State {
 
 /* ---- core callbacks ---------------------------------------------------- */
 
+/*
+ * A packet's last word after its other bytes, as the card's packets land in
+ * address order: memcpy stores in an order of its own (glibc's stores a
+ * copy's tail before its middle), and a guest that polls a write's last
+ * word would see it early. pci_dma_write() puts a barrier before each part.
+ */
 static int peach2_dma_write(void *opaque, uint64_t addr, const void *buf,
                             size_t len)
 {
-    Peach2State *s = opaque;
+    PCIDevice *dev = PCI_DEVICE(opaque);
+    size_t head = len > 8 ? len - 8 : 0;
 
-    return pci_dma_write(PCI_DEVICE(s), addr, buf, len) == MEMTX_OK ? 0 : -1;
+    if (head && pci_dma_write(dev, addr, buf, head) != MEMTX_OK) {
+        return -1;
+    }
+    return pci_dma_write(dev, addr + head, (const uint8_t *)buf + head,
+                         len - head) == MEMTX_OK ? 0 : -1;
 }
 
 static int peach2_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
@@ -947,7 +958,9 @@ static const void *peach2_ram_at(Peach2State *s, uint64_t src, size_t len)
 /*
  * Copy a direct write of several pages a page at a time, in order, as its
  * packets would land: a guest that polls the last word of a page (or of
- * the whole transfer) sees it only after the bytes before it.
+ * the whole transfer) sees it only after the bytes before it. Within a
+ * page too: memcpy stores in an order of its own, so a page's last 8
+ * bytes go after the rest (as in peach2_dma_write).
  */
 static void peach2_copy_in_order(uint8_t *dst, const uint8_t *src,
                                  size_t len, uint64_t addr)
@@ -955,8 +968,11 @@ static void peach2_copy_in_order(uint8_t *dst, const uint8_t *src,
     while (len) {
         size_t n = MIN(len, PEACH2_PKT_MAX_PAYLOAD -
                             addr % PEACH2_PKT_MAX_PAYLOAD);
+        size_t head = n > 8 ? n - 8 : 0;
 
-        memcpy(dst, src, n);
+        memcpy(dst, src, head);
+        smp_wmb(); /* the page's last word after the rest of it */
+        memcpy(dst + head, src + head, n - head);
         smp_wmb(); /* this page before the next one */
         dst += n;
         src += n;

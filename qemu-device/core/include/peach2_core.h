@@ -56,7 +56,9 @@ typedef struct peach2_core_error {
 
 typedef struct peach2_core_host {
 	void *opaque;
-	/* Write len bytes at bus address addr of this node's memory.
+	/* Write len bytes at bus address addr of this node's memory, its
+	 * last 8 bytes after the others (a packet lands in address order: a
+	 * guest polling its last word must not see it before the rest).
 	 * Return 0, or -1 if the memory system rejected the access. */
 	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
 	/* Read len bytes at bus address addr (DMA sources, host descriptors).
