@@ -283,11 +283,13 @@ std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
         tcaNameInfo n;
     };
     std::vector<Job> jobs;
+    std::vector<Qp::Renewal> due;
     const std::uint64_t t = now();
     for (Qp* qp : qps) {
-        Job j{qp, {}, t, 0, {}};
-        if (qp->renewal_due(t, &j.r))
-            jobs.push_back(j);
+        due.clear();
+        qp->renewals_due(t, &due);
+        for (const Qp::Renewal& r : due)
+            jobs.push_back(Job{qp, r, t, 0, {}});
     }
     const auto next_due = [this] {
         std::uint64_t next = UINT64_MAX;

@@ -484,24 +484,45 @@ bool Qp::quiet(std::uint64_t now) const noexcept {
 
 bool Qp::busy() const noexcept { return !sq_.empty() || (tx_ && !tx_->all_acked()); }
 
-bool Qp::renewal_due(std::uint64_t now, Renewal* out) const {
-    if (now < renewal_at())
-        return false;
-    *out = Renewal{peer_.node(), peer_.info().kind, peer_.info().name, peer_.info().owner,
-                   peer_.info().size};
-    return true;
+void Qp::renewals_due(std::uint64_t now, std::vector<Renewal>* out) const {
+    if (renewal_at() > now)
+        return;
+    if (peer_.renewal_due(now))
+        out->push_back(Renewal{peer_.node(), peer_.info().kind, peer_.info().name,
+                               peer_.info().owner, peer_.info().size});
+    for (const auto& [rkey, c] : mr_cache_)
+        if (c.range->valid() && c.kept() && c.range->renewal_due(now))
+            out->push_back(Renewal{c.range->node(), c.range->info().kind, rkey,
+                                   c.range->info().owner, c.range->info().size});
 }
 
 std::uint64_t Qp::renewal_at() const noexcept {
     const ibv_qp_state s = state();
     if (!peer_.valid() || peer_lost_ || (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD))
         return UINT64_MAX;
-    return peer_.renewal_at();
+    std::uint64_t at = peer_.renewal_at();
+    for (const auto& [rkey, c] : mr_cache_)
+        if (c.range->valid() && c.kept())
+            at = std::min(at, c.range->renewal_at());
+    return at;
 }
 
 void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started) {
     if (!peer_.valid() || peer_lost_)
         return;
+    if (r.kind == TCA_NAME_KEY) {
+        const auto it = mr_cache_.find(r.name);
+        if (it == mr_cache_.end() || !it->second.range->valid() ||
+            r.node != it->second.range->node() || r.owner != it->second.range->info().owner)
+            return;  // dropped or looked up again meanwhile
+        // A failure for good leaves the entry as it is (operations in flight
+        // may hold its handles) but no longer renewed: its lease runs out,
+        // and its next use looks it up.
+        CachedMr& c = it->second;
+        if (const int err = c.range->renewed(rc, n, started))
+            c.lapsed = !c.range->retry_renewal(err, Engine::now());
+        return;
+    }
     if (r.node != peer_.node() || r.name != peer_.info().name || r.owner != peer_.info().owner)
         return;  // the QP was reset and connected elsewhere meanwhile
     const int err = peer_.renewed(rc, n, started);

@@ -183,7 +183,9 @@ public:
         std::uint32_t node, kind, name;
         std::uint64_t owner, size;
     };
-    bool renewal_due(std::uint64_t now, Renewal* out) const;
+    // The renewals due at `now`, appended to *out: the lease on the peer QP
+    // and those on remote MRs this QP used lately (kMrKeepNs).
+    void renewals_due(std::uint64_t now, std::vector<Renewal>* out) const;
     // When the next renewal falls due (UINT64_MAX: none to make).
     std::uint64_t renewal_at() const noexcept;
     void renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t started);
@@ -304,8 +306,19 @@ private:
     std::vector<RemoteRange::Piece> write_pieces_;
     // start_read's handles of the remote range (the same reason).
     std::vector<const tcaHandle*> read_handles_;
-    // Remote MRs this QP used, by rkey (on the peer's node), with their leases.
-    std::unordered_map<std::uint32_t, std::unique_ptr<RemoteRange>> mr_cache_;
+    // Remote MRs this QP used, by rkey (on the peer's node), with their
+    // leases. The renewer keeps a lease going while its MR is in use (used
+    // within kMrKeepNs before the renewal falls due), so that the data path
+    // does not make the lookup itself under the engine lock; an MR left
+    // alone lets its lease run out and is looked up again on its next use.
+    struct CachedMr {
+        std::unique_ptr<RemoteRange> range;
+        std::uint64_t used_ns = 0;
+        bool lapsed = false;  // a renewal failed for good
+        bool kept() const noexcept { return !lapsed && used_ns + kMrKeepNs >= range->renewal_at(); }
+    };
+    static constexpr std::uint64_t kMrKeepNs = 1'000'000'000;
+    std::unordered_map<std::uint32_t, CachedMr> mr_cache_;
 
     // Bounce slots (bounce_slots_ bits set: free).
     static constexpr std::uint32_t kBounceSlots = 16;

@@ -551,22 +551,24 @@ Qp::Start Qp::start_send(SendOp& op) {
     return Start::Done;
 }
 
+// The remote MR of `rkey`, looked up (again) when this QP has no lease on
+// it: on first use, or when its lease ran out because it was left alone (or
+// the renewer could not renew it in time).
 int Qp::remote_mr(std::uint32_t rkey, std::uint64_t now, RemoteRange** out) {
-    auto& slot = mr_cache_[rkey];
-    if (slot && slot->valid() && !slot->expired(now)) {
-        *out = slot.get();
-        return 0;
+    CachedMr& c = mr_cache_[rkey];
+    auto& slot = c.range;
+    if (!(slot && slot->valid() && !slot->expired(now))) {
+        if (!(slot && slot->valid() && slot->renew(now) == 0)) {
+            if (!slot)
+                slot = std::make_unique<RemoteRange>();
+            if (int rc = slot->open(peer_node_, TCA_NAME_KEY, rkey)) {
+                mr_cache_.erase(rkey);
+                return rc;
+            }
+        }
+        c.lapsed = false;
     }
-    if (slot && slot->valid() && slot->renew(now) == 0) {
-        *out = slot.get();
-        return 0;
-    }
-    if (!slot)
-        slot = std::make_unique<RemoteRange>();
-    if (int rc = slot->open(peer_node_, TCA_NAME_KEY, rkey)) {
-        mr_cache_.erase(rkey);
-        return rc;
-    }
+    c.used_ns = now;
     *out = slot.get();
     return 0;
 }

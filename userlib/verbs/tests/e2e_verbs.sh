@@ -143,6 +143,10 @@ if [ -n "$check" ]; then
 	expect check_slowrenew "PASS"
 	grep -q "renewing the lease on QP .* took" "$dir/check_slowrenew.srv.log" ||
 		fail "check_slowrenew: no renewal of the server was slow (fake_rp_control delay_us)"
+	# A Write stream through one rkey does not wait for the rkey's lookups
+	# (150 ms each): the renewer renews its lease.
+	pair check_slowkey "$check" slowkey
+	expect check_slowkey "PASS"
 	# PCIe orders a card's writes, not the bytes within one: with every DMA
 	# copy of the fake storing its last 8 bytes first and the rest 200 us
 	# later, and every small packet sent by its slot's chain, no packet is

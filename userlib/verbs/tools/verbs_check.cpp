@@ -75,6 +75,10 @@
 //            late) while it sleeps and the client sends up to COUNT messages
 //            60 ms apart: every Send is acknowledged (by the server's progress
 //            thread, which a renewal in its lookup does not hold up)
+//   slowkey  the client writes into the server's MR through one rkey for 3 s
+//            while each of its lookups takes 150 ms (the fake driver answers
+//            late): no Write waits for a lookup (the renewer keeps the rkey's
+//            lease going); the server finds the last Write's value
 //   hold     the server registers COUNT MiB in MRs and sleeps (to be killed)
 //
 // The last line is "tca_verbs_check TEST: PASS ..." or "... FAIL ..."; the
@@ -1378,6 +1382,66 @@ void slowrenew_test(const char* server, int port, std::uint64_t count) {
     pass("%d Sends over %.1f s acknowledged while the server's lease lookups took 5 s", n, took);
 }
 
+// The client writes into the server's MR through one rkey for 3 s, a Write
+// every 20 ms, while each of its own lookups takes 150 ms (the fake driver
+// answers late): no Write waits for one. The renewer keeps the lease on the
+// rkey (1 s) going while it is in use; before, the first Write after it had
+// run out made the lookup itself, under the engine lock that every QP of
+// the context needs.
+void slowkey_test(const char* server, int port) {
+    RenewPair p(server, port, 1);
+    auto& [link, d, q, n, m] = p;
+    struct Key {
+        std::uint64_t addr;
+        std::uint32_t rkey;
+    } key{};
+    std::vector<std::uint64_t> words(512);  // the fake driver pins no stack
+    std::uint64_t& word = words[0];
+    ibv_mr* mr = d.reg(words.data(), words.size() * sizeof word,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (g_server) {
+        key = {reinterpret_cast<std::uintptr_t>(&word), mr->rkey};
+        link.send(&key, sizeof key);
+        std::uint64_t last = 0;
+        link.must_recv(&last, sizeof last);  // after the client's last Write completed
+        if (__atomic_load_n(&word, __ATOMIC_ACQUIRE) != last)
+            fail("the MR holds %" PRIu64 ", the client's last Write wrote %" PRIu64, word, last);
+        pass("the client's last Write (%" PRIu64 ") is in the MR", last);
+        return;
+    }
+    link.must_recv(&key, sizeof key);
+    constexpr double kRunS = 3.0, kSlowS = 0.1;
+    const double t0 = now_s();
+    double worst = 0, worst_at = 0;
+    std::uint64_t i = 0;
+    for (; now_s() - t0 < kRunS; ++i) {
+        word = i + 1;
+        ibv_sge one{reinterpret_cast<std::uintptr_t>(&word), sizeof word, mr->lkey};
+        ibv_send_wr wr = rdma_wr(&one, IBV_WR_RDMA_WRITE, key.addr, key.rkey, i);
+        const double t = now_s();
+        post(q.qp, wr);
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Write %" PRIu64 " (%.2f s in): %s", i, t - t0, ibv_wc_status_str(wc.status));
+        if (now_s() - t > worst) {
+            worst = now_s() - t;
+            worst_at = t - t0;
+        }
+        if (i == 0)
+            fake_control("delay_us", 150000);  // the rkey's first lookup was quick
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    fake_control("reset", 0);
+    link.send(&i, sizeof i);
+    if (worst > kSlowS)
+        fail("a Write took %.0f ms (%.2f s in): it waited for a lookup of the rkey", worst * 1e3,
+             worst_at);
+    pass("%" PRIu64
+         " Writes over %.1f s through one rkey, the slowest %.1f ms, while every "
+         "lookup took 150 ms",
+         i, kRunS, worst * 1e3);
+}
+
 // ---- udgone --------------------------------------------------------------------------------
 
 constexpr std::uint32_t kUdQkey = 0x11111111;
@@ -1627,7 +1691,7 @@ void usage() {
         stderr,
         "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
         "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|slowbounce|remr|udgone|"
-        "renew|leaseout|slowrenew|hold "
+        "renew|leaseout|slowrenew|slowkey|hold "
         "[SERVER]\n");
     std::exit(2);
 }
@@ -1685,6 +1749,8 @@ int main(int argc, char** argv) {
         renew_test(server, port, count, true);
     else if (t == "slowrenew")
         slowrenew_test(server, port, count);
+    else if (t == "slowkey")
+        slowkey_test(server, port);
     else if (t == "hold")
         hold_test(count);
     else
