@@ -45,6 +45,16 @@ def test_driver_bound(cluster2, node):
     assert cluster2.nodes[node].ready_id == str(node)
 
 
+@pytest.mark.parametrize("node", range(N))
+def test_guest_clock_stays_on_the_tsc(cluster2, node):
+    # The launcher's tsc=reliable: the clocksource watchdog cannot move the clock to HPET
+    # (an MMIO read per clock_gettime under TCG) when a busy host delays its reads.
+    assert "tsc=reliable" in check(cluster2, node, "cat /proc/cmdline").split()
+    assert check(cluster2, node, "cat /sys/devices/system/clocksource/clocksource0/"
+                 "current_clocksource").strip() == "tsc"
+    assert "TSC unstable" not in check(cluster2, node, "dmesg")
+
+
 def test_links_up(cluster2):
     # The cable of a 2-node cluster: node0.E <-> node1.W. Links come up asynchronously.
     wait_sysfs(cluster2, 0, "link_e", "up peer=1 port=W", timeout=10)
