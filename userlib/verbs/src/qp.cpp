@@ -491,7 +491,7 @@ void Qp::renewals_due(std::uint64_t now, std::vector<Renewal>* out) const {
         out->push_back(Renewal{peer_.node(), peer_.info().kind, peer_.info().name,
                                peer_.info().owner, peer_.info().size});
     for (const auto& [rkey, c] : mr_cache_)
-        if (c.range->valid() && c.kept() && c.range->renewal_due(now))
+        if (c.kept() && c.range->renewal_due(now))
             out->push_back(Renewal{c.range->node(), c.range->info().kind, rkey,
                                    c.range->info().owner, c.range->info().size});
 }
@@ -502,7 +502,7 @@ std::uint64_t Qp::renewal_at() const noexcept {
         return UINT64_MAX;
     std::uint64_t at = peer_.renewal_at();
     for (const auto& [rkey, c] : mr_cache_)
-        if (c.range->valid() && c.kept())
+        if (c.kept())
             at = std::min(at, c.range->renewal_at());
     return at;
 }

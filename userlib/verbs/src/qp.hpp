@@ -315,7 +315,9 @@ private:
         std::unique_ptr<RemoteRange> range;
         std::uint64_t used_ns = 0;
         bool lapsed = false;  // a renewal failed for good
-        bool kept() const noexcept { return !lapsed && used_ns + kMrKeepNs >= range->renewal_at(); }
+        bool kept() const noexcept {
+            return !lapsed && range->valid() && used_ns + kMrKeepNs >= range->renewal_at();
+        }
     };
     static constexpr std::uint64_t kMrKeepNs = 1'000'000'000;
     std::unordered_map<std::uint32_t, CachedMr> mr_cache_;

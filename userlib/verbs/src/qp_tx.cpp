@@ -557,8 +557,9 @@ Qp::Start Qp::start_send(SendOp& op) {
 int Qp::remote_mr(std::uint32_t rkey, std::uint64_t now, RemoteRange** out) {
     CachedMr& c = mr_cache_[rkey];
     auto& slot = c.range;
-    if (!(slot && slot->valid() && !slot->expired(now))) {
-        if (!(slot && slot->valid() && slot->renew(now) == 0)) {
+    const bool held = slot && slot->valid();
+    if (!held || slot->expired(now)) {
+        if (!held || slot->renew(now) != 0) {
             if (!slot)
                 slot = std::make_unique<RemoteRange>();
             if (int rc = slot->open(peer_node_, TCA_NAME_KEY, rkey)) {
