@@ -163,6 +163,14 @@ int Context::lookup_buffer(DriverBuffer** out) {
     return 0;
 }
 
+void Context::retire_lookup_buffer() {
+    if (!lookup_buf_)
+        return;
+    retired_lookup_bufs_.push_back(std::move(lookup_buf_));
+    if (retired_lookup_bufs_.size() > kRetiredLookupBuffers)
+        retired_lookup_bufs_.pop_front();
+}
+
 }  // namespace tca
 
 using namespace tca;
@@ -268,6 +276,11 @@ int tcaUnpublish(uint32_t kind, uint32_t name) {
 }
 
 int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaNameInfo* out) {
+    return tcaLookupNameWithin(node, kind, name, offset, 0, out);
+}
+
+int tcaLookupNameWithin(int node, uint32_t kind, uint32_t name, size_t offset, int timeout_ms,
+                        tcaNameInfo* out) {
     if (!out || node < 0 || (kind != TCA_NAME_QP && kind != TCA_NAME_KEY))
         return -EINVAL;
     return guarded([&] {
@@ -291,12 +304,21 @@ int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaName
         piece.addr = offset;
         piece.reply_offset = 0;
         piece.len = PEACH2_LOOKUP_MAX;
-        const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
+        const std::uint64_t wait_ms =
+            timeout_ms > 0
+                ? std::min<std::uint64_t>(static_cast<std::uint64_t>(timeout_ms), rp_timeout_ms())
+                : rp_timeout_ms();
+        const std::uint64_t deadline = monotonic_ns() + wait_ms * 1000000ull;
         RpOp op(rp->port(), rp->areas(), target, answer->id(), std::span<const RpPiece>(&piece, 1),
                 deadline, RpPin{});
         int rc = op.start(monotonic_ns());
         if (rc == 1)
             rc = wait_op(op, 0);
+        if (rc == -ETIMEDOUT)
+            with_context([](Context& c) {
+                c.retire_lookup_buffer();
+                return 0;
+            });
         if (rc != 0)
             return rc;
         return parse_lookup(target.node, kind, name, offset,

@@ -631,6 +631,14 @@ typedef struct tcaNameInfo {
 TCA_API int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset,
 			  tcaNameInfo *out);
 
+/* The same, giving up with -ETIMEDOUT after timeout_ms (<= 0, or more than
+ * the request timeout: the request timeout). A caller that must know before
+ * a deadline (a writer renewing its lease) asks again after a short wait:
+ * an answer that never comes (a request lost on the way) then costs it that
+ * wait, not the request timeout. */
+TCA_API int tcaLookupNameWithin(int node, uint32_t kind, uint32_t name, size_t offset,
+				int timeout_ms, tcaNameInfo *out);
+
 /* ---- Address exchange over the card mailbox ------------------------------- */
 
 /* Symmetric handshake with node `peer`: sends *mine, waits for the peer's

@@ -75,6 +75,10 @@
 //            late) while it sleeps and the client sends up to COUNT messages
 //            60 ms apart: every Send is acknowledged (by the server's progress
 //            thread, which a renewal in its lookup does not hold up)
+//   lostrenew the server's first lease renewal is never answered (the fake
+//            driver drops it) while the client sends up to COUNT messages 60 ms
+//            apart: the renewer gives it up while the lease holds and asks
+//            again, and every Send is acknowledged
 //   slowkey  the client writes into the server's MR through one rkey for 3 s
 //            while each of its lookups takes 150 ms (the fake driver answers
 //            late): no Write waits for a lookup (the renewer keeps the rkey's
@@ -1382,6 +1386,41 @@ void slowrenew_test(const char* server, int port, std::uint64_t count) {
     pass("%d Sends over %.1f s acknowledged while the server's lease lookups took 5 s", n, took);
 }
 
+// The server's first lease renewal is never answered (the fake driver
+// drops it, as a request lost on the way or left unserved would be) while
+// the client sends COUNT (at most 40) Sends 60 ms apart. The renewer gives
+// the lookup up after half of what is left of the lease and asks again, so
+// the lease holds and every Send is acknowledged. Run with a request
+// timeout shorter than the run (TCA_RP_TIMEOUT_MS): a renewal that waited
+// for it would end the lease (the server says "ran out").
+void lostrenew_test(const char* server, int port, std::uint64_t count) {
+    RenewPair p(server, port, count);
+    auto& [link, d, q, n, m] = p;
+    if (g_server) {
+        fake_control("drop", 1);
+        link.sync(1);
+        const double t0 = now_s();
+        Messages::expect_received(d, n);
+        link.sync(2);
+        fake_control("reset", 0);
+        pass("%d messages received in %.1f s, the first renewal lost", n, now_s() - t0);
+        return;
+    }
+    link.sync(1);
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        m.send(q, i);
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
+                 ibv_wc_status_str(wc.status));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    }
+    const double took = now_s() - t0;
+    link.sync(2);
+    pass("%d Sends over %.1f s acknowledged, the server's first renewal lost", n, took);
+}
+
 // The client writes into the server's MR through one rkey for 3 s, a Write
 // every 20 ms, while each of its own lookups takes 150 ms (the fake driver
 // answers late): no Write waits for one. The renewer keeps the lease on the
@@ -1691,7 +1730,7 @@ void usage() {
         stderr,
         "usage: tca_verbs_check [-p PORT] [-n COUNT] [-s SEED] "
         "access|rnr|badwr|flush|read|stream|peer|exit|slowreg|slowconn|slowbounce|remr|udgone|"
-        "renew|leaseout|slowrenew|slowkey|hold "
+        "renew|leaseout|slowrenew|lostrenew|slowkey|hold "
         "[SERVER]\n");
     std::exit(2);
 }
@@ -1749,6 +1788,8 @@ int main(int argc, char** argv) {
         renew_test(server, port, count, true);
     else if (t == "slowrenew")
         slowrenew_test(server, port, count);
+    else if (t == "lostrenew")
+        lostrenew_test(server, port, count);
     else if (t == "slowkey")
         slowkey_test(server, port);
     else if (t == "hold")
