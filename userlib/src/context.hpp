@@ -14,7 +14,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -98,13 +97,14 @@ public:
     int unpublish(std::uint32_t kind, std::uint32_t name);
     // The buffer lookup answers land in (created on first use).
     int lookup_buffer(DriverBuffer** out);
-    // After a lookup given up unanswered: its answer may still come, into
-    // this buffer, so the next lookup gets a fresh one. The last
-    // kRetiredLookupBuffers stay allocated (a late answer lands in memory
-    // nobody reads); an older one is freed, and an answer later still is
-    // refused by this card's inbound filter.
+    // After a try of a lookup given up unanswered: its answer may still
+    // come, into this buffer, so the next try gets a fresh one. Like a
+    // retired completion slot (rp.hpp), the old buffer stays until
+    // tcaFinalize: a late answer lands in memory nobody reads, never in
+    // pages the kernel gave to someone else. A lookup that times out
+    // retires at most 8 of them (4 KiB each: tries of 100 ms, doubling,
+    // within the 10 s request timeout).
     void retire_lookup_buffer();
-    static constexpr std::size_t kRetiredLookupBuffers = 16;
 
     // Per-peer exchange bookkeeping (see exchange.hpp, the handshake).
     PeerHistory& history(std::uint32_t peer) { return history_.at(peer); }
@@ -141,7 +141,7 @@ private:
     // pointer.
     std::multimap<std::uintptr_t, std::unique_ptr<DriverBuffer>> registered_;
     std::unique_ptr<DriverBuffer> lookup_buf_;
-    std::deque<std::unique_ptr<DriverBuffer>> retired_lookup_bufs_;  // oldest first
+    std::vector<std::unique_ptr<DriverBuffer>> retired_lookup_bufs_;
     std::unique_ptr<DmaState> dma_;
     struct ExportRef {
         const DriverBuffer* buf;  // a tcaMalloc buffer or a registration

@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -167,8 +169,6 @@ void Context::retire_lookup_buffer() {
     if (!lookup_buf_)
         return;
     retired_lookup_bufs_.push_back(std::move(lookup_buf_));
-    if (retired_lookup_bufs_.size() > kRetiredLookupBuffers)
-        retired_lookup_bufs_.pop_front();
 }
 
 }  // namespace tca
@@ -182,6 +182,10 @@ static_assert(TCA_NAME_QP == PEACH2_NAME_QP && TCA_NAME_KEY == PEACH2_NAME_KEY);
 static_assert(TCA_NAME_WRITE == PEACH2_NAME_WRITE && TCA_NAME_READ == PEACH2_NAME_READ &&
               TCA_NAME_ATOMIC == PEACH2_NAME_ATOMIC);
 static_assert(TCA_NAME_INFO == PEACH2_NAME_INFO);
+
+// How long a lookup's first request waits for its answer before it is sent
+// again (a round trip is ~10 us; a busy target's, milliseconds).
+constexpr std::uint64_t kLookupFirstTryNs = 100'000'000;
 
 std::mutex& lookup_mutex() {
     static std::mutex m;
@@ -276,26 +280,18 @@ int tcaUnpublish(uint32_t kind, uint32_t name) {
 }
 
 int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaNameInfo* out) {
-    return tcaLookupNameWithin(node, kind, name, offset, 0, out);
-}
-
-int tcaLookupNameWithin(int node, uint32_t kind, uint32_t name, size_t offset, int timeout_ms,
-                        tcaNameInfo* out) {
     if (!out || node < 0 || (kind != TCA_NAME_QP && kind != TCA_NAME_KEY))
         return -EINVAL;
     return guarded([&] {
         std::lock_guard<std::mutex> one(lookup_mutex());
         RpState* rp = nullptr;
-        DriverBuffer* answer = nullptr;
-        RpTarget target;
         if (int rc = with_context([&](Context& c) {
                 if (static_cast<std::uint32_t>(node) >= c.node_count())
                     return TCA_ENODE;
-                if (int r = c.rp(&rp))
-                    return r;
-                return c.lookup_buffer(&answer);
+                return c.rp(&rp);
             }))
             return rc;
+        RpTarget target;
         target.node = static_cast<std::uint32_t>(node);
         target.op = PEACH2_RP_OP_LOOKUP;
         target.export_id = kind;
@@ -304,25 +300,76 @@ int tcaLookupNameWithin(int node, uint32_t kind, uint32_t name, size_t offset, i
         piece.addr = offset;
         piece.reply_offset = 0;
         piece.len = PEACH2_LOOKUP_MAX;
-        const std::uint64_t wait_ms =
-            timeout_ms > 0
-                ? std::min<std::uint64_t>(static_cast<std::uint64_t>(timeout_ms), rp_timeout_ms())
-                : rp_timeout_ms();
-        const std::uint64_t deadline = monotonic_ns() + wait_ms * 1000000ull;
-        RpOp op(rp->port(), rp->areas(), target, answer->id(), std::span<const RpPiece>(&piece, 1),
-                deadline, RpPin{});
-        int rc = op.start(monotonic_ns());
-        if (rc == 1)
-            rc = wait_op(op, 0);
-        if (rc == -ETIMEDOUT)
-            with_context([](Context& c) {
-                c.retire_lookup_buffer();
-                return 0;
-            });
-        if (rc != 0)
-            return rc;
-        return parse_lookup(target.node, kind, name, offset,
-                            static_cast<const unsigned char*>(answer->map.get()), out);
+        const std::uint64_t deadline = monotonic_ns() + rp_timeout_ms() * 1000000ull;
+        // A LOOKUP changes nothing at the target, so one whose answer is
+        // late is sent again, the earlier tries still awaited: a request
+        // lost on the way, or one the target left unserved until the next
+        // arrived, then costs a resend, not the request timeout, and a
+        // target that is slow still has its first answer taken. Each try
+        // has an answer buffer of its own (Context::retire_lookup_buffer).
+        struct Try {
+            std::unique_ptr<RpOp> op;
+            const DriverBuffer* answer;
+        };
+        std::vector<Try> tries;
+        const auto send = [&](std::uint64_t now) {
+            DriverBuffer* answer = nullptr;
+            if (int rc = with_context([&](Context& c) {
+                    if (!tries.empty())
+                        c.retire_lookup_buffer();  // the try before is still out
+                    return c.lookup_buffer(&answer);
+                }))
+                return rc;
+            tries.push_back(
+                Try{std::make_unique<RpOp>(rp->port(), rp->areas(), target, answer->id(),
+                                           std::span<const RpPiece>(&piece, 1), deadline, RpPin{}),
+                    answer});
+            return tries.back().op->start(now);
+        };
+        // The lookup ends with `rc`, from tries[won] (an answer, or an error
+        // that ends it; SIZE_MAX: none). The other tries are given up; the
+        // current buffer is retired unless the newest try was answered.
+        const auto end = [&](std::size_t won, int rc) {
+            for (std::size_t i = 0; i < tries.size(); ++i)
+                if (i != won)
+                    tries[i].op->cancel();
+            const bool answered = rc == 0 || rc == TCA_ENOTEXPORTED || rc == TCA_EREMOTE;
+            if (tries.empty() || won + 1 != tries.size() || !answered)
+                with_context([](Context& c) {
+                    c.retire_lookup_buffer();
+                    return 0;
+                });
+            if (rc != 0)
+                return rc;
+            return parse_lookup(target.node, kind, name, offset,
+                                static_cast<const unsigned char*>(tries[won].answer->map.get()),
+                                out);
+        };
+        std::uint64_t now = monotonic_ns();
+        std::uint64_t try_ns = kLookupFirstTryNs;
+        std::uint64_t next_try = now + try_ns;
+        if (int rc = send(now); rc != 1)
+            return end(tries.empty() ? SIZE_MAX : tries.size() - 1, rc);
+        for (;;) {
+            // The newest try for a while (the first: until the second is due).
+            const std::uint64_t limit =
+                tries.size() == 1 ? next_try : std::min(next_try, monotonic_ns() + 1'000'000);
+            if (int rc = wait_op(*tries.back().op, std::min(limit, deadline)); rc != 1)
+                return end(tries.size() - 1, rc);
+            now = monotonic_ns();
+            for (std::size_t i = 0; i + 1 < tries.size(); ++i)
+                if (int rc = tries[i].op->poll(now); rc != 1 && rc != -ETIMEDOUT)
+                    return end(i, rc);
+            if (now >= deadline)
+                return end(tries.size() - 1, -ETIMEDOUT);
+            if (now >= next_try) {
+                try_ns *= 2;
+                next_try = now + try_ns;
+                const std::size_t sent = tries.size();
+                if (int rc = send(now); rc != 1)
+                    return end(tries.size() > sent ? sent : SIZE_MAX, rc);
+            }
+        }
     });
 }
 

@@ -18,6 +18,9 @@
 
 #include "test_util.hpp"
 
+// The fake driver's read-proxy test control (fake/fake_rp.c).
+extern "C" void fake_rp_control(const char* what, long value) __attribute__((weak));
+
 namespace {
 
 class FakeNames : public ::testing::Test {
@@ -185,6 +188,57 @@ TEST_F(FakeNames, LookupReturnsPiecesFlagsInfoAndExport) {
     EXPECT_EQ(0, tcaFree(buf));
     EXPECT_EQ(TCA_ENOTEXPORTED, tcaLookupName(0, TCA_NAME_QP, name, 0, &n));
     EXPECT_EQ(0, tcaFree(dst));
+}
+
+// A LOOKUP whose answer does not come within 100 ms is sent again (each
+// try waiting twice as long as the one before), the earlier tries still
+// awaited: one that was lost costs 100 ms, not the request timeout (500 ms
+// here), a slow answer is taken when it comes, and the late answers of the
+// other tries (each lands in a buffer of its own) spoil nothing after.
+TEST_F(FakeNames, LookupWhoseAnswerIsLateIsSentAgain) {
+    ASSERT_NE(nullptr, fake_rp_control) << "needs the fake driver's test control";
+    void* buf = nullptr;
+    ASSERT_EQ(0, tcaMalloc(&buf, 8192));
+    std::uint32_t name = 0;
+    ASSERT_EQ(0, tcaPublish(buf, 8192, TCA_NAME_KEY, TCA_NAME_WRITE, 7, nullptr, 0, &name));
+    tcaNameInfo n;
+    const auto ms_since = [](std::chrono::steady_clock::time_point t0) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+            .count();
+    };
+
+    fake_rp_control("drop", 1);  // the first request is never answered
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
+    EXPECT_EQ(name, n.name);
+    EXPECT_EQ(8192u, n.size);
+    EXPECT_GE(ms_since(t0), 95);
+    EXPECT_LT(ms_since(t0), 450);
+
+    fake_rp_control("delay_us", 300000);  // every answer 300 ms late
+    t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
+    EXPECT_EQ(name, n.name);
+    EXPECT_EQ(7u, n.group);
+    // The first try's answer, not the resend's (100 ms later): a slow target
+    // is no slower for the resends.
+    EXPECT_GE(ms_since(t0), 295);
+    EXPECT_LT(ms_since(t0), 390);
+    fake_rp_control("reset", 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the late answers land
+    ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
+    EXPECT_EQ(name, n.name);
+
+    // No answer at all: the request timeout ends it (tries of 100, 200 and
+    // the last 200 ms).
+    fake_rp_control("drop", 1000000);
+    t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(-ETIMEDOUT, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
+    EXPECT_GE(ms_since(t0), 495);
+    EXPECT_LT(ms_since(t0), 900);
+    fake_rp_control("reset", 0);
+    EXPECT_EQ(0, tcaFree(buf));
 }
 
 TEST_F(FakeNames, ArgumentErrors) {

@@ -624,20 +624,15 @@ typedef struct tcaNameInfo {
 } tcaNameInfo;
 
 /* Looks up (kind, name) on node `node` (this node too) starting at byte
- * `offset` of the published range. Blocks for one read-proxy round trip.
+ * `offset` of the published range. Blocks for one read-proxy round trip; a
+ * request not answered within 100 ms is sent again (a LOOKUP changes
+ * nothing), each try waiting twice as long as the one before, until the
+ * request timeout.
  * Errors: TCA_ENOTEXPORTED (no such name), TCA_EREMOTE (status in
  * tcaNameInfo is not kept: RP_RANGE for an offset beyond the range), the
  * submission errors of tcaGet (-EHOSTUNREACH, -ETIMEDOUT, ...). */
 TCA_API int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset,
 			  tcaNameInfo *out);
-
-/* The same, giving up with -ETIMEDOUT after timeout_ms (<= 0, or more than
- * the request timeout: the request timeout). A caller that must know before
- * a deadline (a writer renewing its lease) asks again after a short wait:
- * an answer that never comes (a request lost on the way) then costs it that
- * wait, not the request timeout. */
-TCA_API int tcaLookupNameWithin(int node, uint32_t kind, uint32_t name, size_t offset,
-				int timeout_ms, tcaNameInfo *out);
 
 /* ---- Address exchange over the card mailbox ------------------------------- */
 

@@ -302,8 +302,7 @@ std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
     held.unlock();
     for (Job& j : jobs) {
         j.started = now();
-        j.rc = tcaLookupNameWithin(static_cast<int>(j.r.node), j.r.kind, j.r.name, 0,
-                                   j.r.patience_ms, &j.n);
+        j.rc = tcaLookupName(static_cast<int>(j.r.node), j.r.kind, j.r.name, 0, &j.n);
         log_slow(now() - j.started, "renewing the lease on %s %#x on node %u (%s)",
                  j.r.kind == TCA_NAME_QP ? "QP" : "key", j.r.name, j.r.node,
                  j.rc ? tcaErrorString(j.rc) : "renewed");
@@ -315,11 +314,9 @@ std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
     return next_due();
 }
 
-// The renewer: lease renewals, each a lookup that waits at most half of
-// what is left of its lease before it is given up and asked again (but the
-// last try waits as long as a read-proxy request can, TCA_RP_TIMEOUT_MS,
-// 10 s: RemoteRange::renewal_patience_ms) when the target or the links are
-// slow. They used to run in the progress thread, which then sent
+// The renewer: lease renewals, each a lookup that may take as long as a
+// read-proxy request can (TCA_RP_TIMEOUT_MS, 10 s) when the target or the
+// links are slow. They used to run in the progress thread, which then sent
 // no acknowledgement for a program that waits or computes until the lookup
 // ended; a peer gives up after eight silent ack periods (~7-9 s). Stop 44's
 // CI run saw lookups of 2.3-3.5 s, one after another, then a peer that gave

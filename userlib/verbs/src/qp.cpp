@@ -489,13 +489,11 @@ void Qp::renewals_due(std::uint64_t now, std::vector<Renewal>* out) const {
         return;
     if (peer_.renewal_due(now))
         out->push_back(Renewal{peer_.node(), peer_.info().kind, peer_.info().name,
-                               peer_.info().owner, peer_.info().size,
-                               peer_.renewal_patience_ms(now)});
+                               peer_.info().owner, peer_.info().size});
     for (const auto& [rkey, c] : mr_cache_)
         if (c.kept() && c.range->renewal_due(now))
             out->push_back(Renewal{c.range->node(), c.range->info().kind, rkey,
-                                   c.range->info().owner, c.range->info().size,
-                                   c.range->renewal_patience_ms(now)});
+                                   c.range->info().owner, c.range->info().size});
 }
 
 std::uint64_t Qp::renewal_at() const noexcept {

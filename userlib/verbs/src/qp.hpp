@@ -182,7 +182,6 @@ public:
     struct Renewal {
         std::uint32_t node, kind, name;
         std::uint64_t owner, size;
-        int patience_ms;  // RemoteRange::renewal_patience_ms
     };
     // The renewals due at `now`, appended to *out: the lease on the peer QP
     // and those on remote MRs this QP used lately (kMrKeepNs).

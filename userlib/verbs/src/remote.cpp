@@ -106,13 +106,6 @@ bool RemoteRange::retry_renewal(int rc, std::uint64_t now_ns) noexcept {
     return true;
 }
 
-int RemoteRange::renewal_patience_ms(std::uint64_t now_ns) const noexcept {
-    const std::uint64_t left = expire_ns_ > now_ns ? expire_ns_ - now_ns : 0;
-    if (left < kLastTryNs)
-        return 0;
-    return static_cast<int>(left / 2 / 1'000'000);
-}
-
 int RemoteRange::put(std::uint64_t off, const void* src, std::uint64_t len) {
     if (segs_.empty() || off > size() || len > size() - off)
         return TCA_ERANGE;

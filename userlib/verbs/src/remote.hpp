@@ -64,15 +64,6 @@ public:
     // nothing about the name, and the lease it holds is still good until it
     // runs out.
     bool retry_renewal(int rc, std::uint64_t now_ns) noexcept;
-    // How long a renewal made at now_ns may wait for its answer (ms for
-    // tcaLookupNameWithin; 0: the whole request timeout). Half the time
-    // left on the lease: a request lost on the way, or one a target left
-    // unserved until the next arrived, is then given up and asked again
-    // while the lease holds (stop 45's fresh check lost a QP to one lookup
-    // unanswered for 10 s). The last try, with less than kLastTryNs left,
-    // waits it all: an answer that is late but coming still keeps the lease.
-    int renewal_patience_ms(std::uint64_t now_ns) const noexcept;
-    static constexpr std::uint64_t kLastTryNs = 100'000'000;
     // The next renewal after a failed one: this long after it, or halfway
     // to the lease's end if that is sooner (but not sooner than the minimum).
     static constexpr std::uint64_t kRenewRetryNs = 50'000'000;

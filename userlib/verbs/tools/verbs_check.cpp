@@ -77,8 +77,8 @@
 //            thread, which a renewal in its lookup does not hold up)
 //   lostrenew the server's first lease renewal is never answered (the fake
 //            driver drops it) while the client sends up to COUNT messages 60 ms
-//            apart: the renewer gives it up while the lease holds and asks
-//            again, and every Send is acknowledged
+//            apart: libtca sends the lookup again, and every Send is
+//            acknowledged
 //   slowkey  the client writes into the server's MR through one rkey for 3 s
 //            while each of its lookups takes 150 ms (the fake driver answers
 //            late): no Write waits for a lookup (the renewer keeps the rkey's
@@ -1388,11 +1388,11 @@ void slowrenew_test(const char* server, int port, std::uint64_t count) {
 
 // The server's first lease renewal is never answered (the fake driver
 // drops it, as a request lost on the way or left unserved would be) while
-// the client sends COUNT (at most 40) Sends 60 ms apart. The renewer gives
-// the lookup up after half of what is left of the lease and asks again, so
-// the lease holds and every Send is acknowledged. Run with a request
-// timeout shorter than the run (TCA_RP_TIMEOUT_MS): a renewal that waited
-// for it would end the lease (the server says "ran out").
+// the client sends COUNT (at most 40) Sends 60 ms apart. libtca sends the
+// lookup again after 100 ms, so the lease holds and every Send is
+// acknowledged. Run with a request timeout shorter than the run
+// (TCA_RP_TIMEOUT_MS): a renewal that waited for it would end the lease
+// (the server says "ran out", the client's Send fails).
 void lostrenew_test(const char* server, int port, std::uint64_t count) {
     RenewPair p(server, port, count);
     auto& [link, d, q, n, m] = p;
