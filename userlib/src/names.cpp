@@ -341,9 +341,11 @@ int tcaLookupName(int node, uint32_t kind, uint32_t name, size_t offset, tcaName
                 });
             if (rc != 0)
                 return rc;
-            return parse_lookup(target.node, kind, name, offset,
-                                static_cast<const unsigned char*>(tries[won].answer->map.get()),
-                                out);
+            rc = parse_lookup(target.node, kind, name, offset,
+                              static_cast<const unsigned char*>(tries[won].answer->map.get()), out);
+            out->tries = static_cast<std::uint16_t>(tries.size());
+            out->answered_by = static_cast<std::uint16_t>(won + 1);
+            return rc;
         };
         std::uint64_t now = monotonic_ns();
         std::uint64_t try_ns = kLookupFirstTryNs;

@@ -208,11 +208,17 @@ TEST_F(FakeNames, LookupWhoseAnswerIsLateIsSentAgain) {
             .count();
     };
 
+    ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
+    EXPECT_EQ(1u, n.tries);
+    EXPECT_EQ(1u, n.answered_by);
+
     fake_rp_control("drop", 1);  // the first request is never answered
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
     EXPECT_EQ(name, n.name);
     EXPECT_EQ(8192u, n.size);
+    EXPECT_EQ(2u, n.tries);
+    EXPECT_EQ(2u, n.answered_by);
     EXPECT_GE(ms_since(t0), 95);
     EXPECT_LT(ms_since(t0), 450);
 
@@ -221,6 +227,8 @@ TEST_F(FakeNames, LookupWhoseAnswerIsLateIsSentAgain) {
     ASSERT_EQ(0, tcaLookupName(0, TCA_NAME_KEY, name, 0, &n));
     EXPECT_EQ(name, n.name);
     EXPECT_EQ(7u, n.group);
+    EXPECT_GE(n.tries, 2u);
+    EXPECT_EQ(1u, n.answered_by);
     // The first try's answer, not the resend's (100 ms later): a slow target
     // is no slower for the resends.
     EXPECT_GE(ms_since(t0), 295);

@@ -618,7 +618,8 @@ typedef struct tcaNameInfo {
 	uint64_t size;        /* bytes published */
 	uint64_t offset;      /* where `handle` starts in the published range */
 	uint32_t lease_ms;
-	uint32_t reserved;
+	uint16_t tries;       /* requests sent for it (a late answer is asked again) */
+	uint16_t answered_by; /* the one that answered (1: the first) */
 	uint8_t info[TCA_NAME_INFO];
 	tcaHandle handle;
 } tcaNameInfo;

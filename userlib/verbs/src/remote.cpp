@@ -44,6 +44,27 @@ void pio_store(volatile unsigned char* at, const void* src, std::uint64_t len) n
     tca::store_fence();
 }
 
+int lookup_name(std::uint32_t node, std::uint32_t kind, std::uint32_t name, std::uint64_t offset,
+                tcaNameInfo* out) {
+    const std::uint64_t start = now_ns();
+    const int rc = tcaLookupName(static_cast<int>(node), kind, name, offset, out);
+    if (rc == 0 && out->tries > 1) {
+        const double ms = static_cast<double>(now_ns() - start) / 1e6;
+        const char* what = kind == TCA_NAME_QP ? "QP" : "key";
+        if (out->answered_by > 1)
+            log_error(
+                "lookup of %s %#x on node %u: request %u of %u answered after %.1f ms, "
+                "the first went unanswered",
+                what, name, node, out->answered_by, out->tries, ms);
+        else
+            log_error(
+                "lookup of %s %#x on node %u: the first request answered after %.1f ms "
+                "(%u sent)",
+                what, name, node, ms, out->tries);
+    }
+    return rc;
+}
+
 void RemoteRange::set_lease(std::uint64_t start_ns, std::uint32_t lease_ms) noexcept {
     // Measured from before the lookup was sent: the target granted it later.
     const std::uint64_t lease = static_cast<std::uint64_t>(lease_ms ? lease_ms : 1000) * 1000000ull;
@@ -56,7 +77,7 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
     node_ = node;
     const std::uint64_t start = now_ns();
     tcaNameInfo n;
-    const int found = tcaLookupName(static_cast<int>(node), kind, name, 0, &n);
+    const int found = lookup_name(node, kind, name, 0, &n);
     log_slow(now_ns() - start, "lookup of %s %#x on node %u (%s)",
              kind == TCA_NAME_QP ? "QP" : "key", name, node,
              found ? tcaErrorString(found) : "found");
@@ -73,7 +94,7 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
 
 int RemoteRange::renew(std::uint64_t now) {
     tcaNameInfo n;
-    const int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, 0, &n);
+    const int rc = lookup_name(node_, first_.kind, first_.name, 0, &n);
     log_slow(now_ns() - now, "renewing %s %#x on node %u (%s)",
              first_.kind == TCA_NAME_QP ? "QP" : "key", first_.name, node_,
              rc ? tcaErrorString(rc) : "renewed");
@@ -160,7 +181,7 @@ int RemoteRange::pieces(std::uint64_t off, std::uint64_t len, std::vector<Piece>
             const tcaNameInfo& last = segs_.back();
             tcaNameInfo n;
             const std::uint64_t next = last.offset + last.handle.size;
-            if (int rc = tcaLookupName(static_cast<int>(node_), first_.kind, first_.name, next, &n))
+            if (int rc = lookup_name(node_, first_.kind, first_.name, next, &n))
                 return rc;
             if (n.offset != next || n.owner != first_.owner)
                 return TCA_EDEVICE;

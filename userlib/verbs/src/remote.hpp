@@ -98,4 +98,10 @@ void pio_store(volatile unsigned char* at, const void* src, std::uint64_t len) n
 
 std::uint64_t now_ns() noexcept;
 
+// tcaLookupName, saying on stderr when an answer needed more than one
+// request (libtca asks again after 100 ms): which one answered tells a
+// request lost on the way (a later one) from a slow target (the first).
+int lookup_name(std::uint32_t node, std::uint32_t kind, std::uint32_t name, std::uint64_t offset,
+                tcaNameInfo* out);
+
 }  // namespace pv

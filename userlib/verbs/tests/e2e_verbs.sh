@@ -152,6 +152,9 @@ if [ -n "$check" ]; then
 	expect check_lostrenew "PASS"
 	! grep -q "ran out\|renewing .* failed" "$dir/check_lostrenew.srv.log" ||
 		fail "check_lostrenew: the server's lost renewal was not sent again (fake_rp_control drop)"
+	grep -q "lookup of QP .* request 2 of 2 answered after .* the first went unanswered" \
+		"$dir/check_lostrenew.srv.log" ||
+		fail "check_lostrenew: the server did not say its first request went unanswered"
 	# A Write stream through one rkey does not wait for the rkey's lookups
 	# (150 ms each): the renewer renews its lease.
 	pair check_slowkey "$check" slowkey
