@@ -443,8 +443,15 @@ TEST_F(verbs, lookup_of_own_names)
 	EXPECT_EQ(key.key, l->key);
 	EXPECT_EQ(c[0].global_addr + 1100, l->pieces[0].global_addr);
 
-	/* Misses: another kind, a wrong name, past the end; gone after UNPUBLISH. */
-	EXPECT_EQ(PEACH2_ERR_RP_NOT_EXPORTED, lookup(self, PEACH2_NAME_KEY, qp.name, 0, &l));
+	/*
+	 * Misses: another kind, a wrong name, past the end; gone after
+	 * UNPUBLISH. The QP's number is a key's name too when the key's index
+	 * and random byte make it (index << 8 | byte: 1 in 256 for a key of
+	 * index qp.name >> 8, as a driver's first key is when qp.name < 0x200).
+	 */
+	if (key.name != qp.name)
+		EXPECT_EQ(PEACH2_ERR_RP_NOT_EXPORTED,
+			  lookup(self, PEACH2_NAME_KEY, qp.name, 0, &l));
 	EXPECT_EQ(PEACH2_ERR_RP_NOT_EXPORTED, lookup(self, PEACH2_NAME_KEY, key.name ^ 0x80, 0, &l));
 	EXPECT_EQ(PEACH2_ERR_RP_RANGE, lookup(self, PEACH2_NAME_QP, qp.name, 8192, &l));
 	EXPECT_EQ(0, do_unpublish(self->fd, PEACH2_NAME_QP, qp.name));
