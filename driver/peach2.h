@@ -142,6 +142,7 @@ struct peach2_rp_stats {
 	atomic64_t replies_max;		/* the most one chain answered */
 	atomic64_t polled;		/* entries found by looking, not by interrupt */
 	atomic64_t looks_yielded;	/* looks ended for another task's sake */
+	atomic64_t irq_runs;		/* runs of the request interrupt's thread */
 };
 
 struct peach2_rp_reply;

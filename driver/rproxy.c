@@ -1645,6 +1645,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	unsigned int max_us = min(READ_ONCE(peach2_rp_poll_us), PEACH2_RP_POLL_MAX_US);
 	ktime_t now = ktime_get();
 
+	atomic64_inc(&rp->stats.irq_runs);
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
 	if (ktime_before(now, ktime_add_us(rp->served_at, 2 * max_us)))
@@ -1953,7 +1954,7 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 {
 	struct peach2_rp *rp = &p2->rp;
 	struct peach2_rp_stats *s = &rp->stats;
-	u32 card[4] = { 0 };
+	u32 card[4] = { 0 }, tail = 0, status = 0;
 	int len = 0, i;
 
 	if (rp->present) {
@@ -1961,6 +1962,8 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 		card[1] = readl(p2->regs + PEACH2_REG_RP_RX_QUEUED);
 		card[2] = readl(p2->regs + PEACH2_REG_RP_RX_REFUSED);
 		card[3] = readl(p2->regs + PEACH2_REG_RP_RX_DROPPED);
+		tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
+		status = readl(p2->regs + PEACH2_REG_INT_STATUS);
 	}
 
 #define P2_LINE(name, val) \
@@ -1986,6 +1989,15 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("polled", atomic64_read(&s->polled));
 	P2_LINE("poll_us", READ_ONCE(rp->poll_us));
 	P2_LINE("looks_yielded", atomic64_read(&s->looks_yielded));
+	/*
+	 * What the serving thread last did, for a request that waits: how
+	 * often it ran, how long ago it last answered, whether its interrupt
+	 * is masked now (a look), and below what the card holds for it.
+	 */
+	P2_LINE("irq_runs", atomic64_read(&s->irq_runs));
+	P2_LINE("served_ms_ago",
+		ktime_ms_delta(ktime_get(), READ_ONCE(rp->served_at)));
+	P2_LINE("int_masked", !!(READ_ONCE(p2->int_mask) & PEACH2_INT_RP));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
 		static const char * const names[] = {
 			"card_tx_sent", "card_rx_queued", "card_rx_refused",
@@ -1994,6 +2006,8 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 
 		P2_LINE(names[i], card[i]);
 	}
+	P2_LINE("card_ring_pending", rp->present ? tail - READ_ONCE(rp->head) : 0);
+	P2_LINE("card_int_pending", !!(status & PEACH2_INT_RP));
 #undef P2_LINE
 	return len;
 }

@@ -1441,8 +1441,10 @@ TEST_F(rp, sysfs_rproxy)
 		"refused_throttled", "reply_errors", "ring_errors",
 		"exports", "submitted", "reply_runs", "replies",
 		"replies_max", "polled", "poll_us", "looks_yielded",
+		"irq_runs", "served_ms_ago", "int_masked",
 		"card_tx_sent",
 		"card_rx_queued", "card_rx_refused", "card_rx_dropped",
+		"card_ring_pending", "card_int_pending",
 	};
 	long long ring, sub0, sent0;
 	struct peach2_rp_submit s;
