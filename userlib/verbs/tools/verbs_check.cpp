@@ -1351,6 +1351,26 @@ void renew_test(const char* server, int port, std::uint64_t count, bool for_good
          now_s() - t0);
 }
 
+// The client's part of slowrenew and lostrenew: the pair's Sends, 60 ms
+// apart and one at a time, each of which must succeed; the seconds they
+// took.
+double send_spaced(RenewPair& p) {
+    auto& [link, d, q, n, m] = p;
+    link.sync(1);
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+        m.send(q, i);
+        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
+        if (wc.status != IBV_WC_SUCCESS)
+            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
+                 ibv_wc_status_str(wc.status));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    }
+    const double took = now_s() - t0;
+    link.sync(2);
+    return took;
+}
+
 // The server's lease renewals take 5 s each (the fake driver delays every
 // read-proxy answer) while its program sleeps: only its progress thread can
 // acknowledge the client's COUNT (at most 40) Sends, 60 ms apart. When the
@@ -1371,18 +1391,7 @@ void slowrenew_test(const char* server, int port, std::uint64_t count) {
         pass("%d messages received after %.1f s without a call, renewals taking 5 s", n, slept);
         return;
     }
-    link.sync(1);
-    const double t0 = now_s();
-    for (int i = 0; i < n; ++i) {
-        m.send(q, i);
-        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
-        if (wc.status != IBV_WC_SUCCESS)
-            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
-                 ibv_wc_status_str(wc.status));
-        std::this_thread::sleep_for(std::chrono::milliseconds(60));
-    }
-    const double took = now_s() - t0;
-    link.sync(2);
+    const double took = send_spaced(p);
     pass("%d Sends over %.1f s acknowledged while the server's lease lookups took 5 s", n, took);
 }
 
@@ -1406,18 +1415,7 @@ void lostrenew_test(const char* server, int port, std::uint64_t count) {
         pass("%d messages received in %.1f s, the first renewal lost", n, now_s() - t0);
         return;
     }
-    link.sync(1);
-    const double t0 = now_s();
-    for (int i = 0; i < n; ++i) {
-        m.send(q, i);
-        const ibv_wc wc = wait_wc(d.cq, 1, 30)[0];
-        if (wc.status != IBV_WC_SUCCESS)
-            fail("Send %" PRIu64 " (%.2f s in): %s", wc.wr_id, now_s() - t0,
-                 ibv_wc_status_str(wc.status));
-        std::this_thread::sleep_for(std::chrono::milliseconds(60));
-    }
-    const double took = now_s() - t0;
-    link.sync(2);
+    const double took = send_spaced(p);
     pass("%d Sends over %.1f s acknowledged, the server's first renewal lost", n, took);
 }
 
