@@ -3,11 +3,11 @@
 // PEACH2_IOC_PIN: any memory of the process becomes a driver buffer, kept
 // beside the tcaMalloc buffers without a mapping of our own), and
 // tcaPublish/tcaUnpublish/tcaLookupName (PEACH2_IOC_PUBLISH, and a lookup as
-// one read-proxy request, PEACH2_RP_OP_LOOKUP, that the target's driver
-// answers from its table of names). A lookup is planned under the library
-// mutex and waited for without it, one at a time (they share one answer
-// buffer). TCA Verbs finds peers' rings and memory keys this way
-// (docs/verbs.md).
+// a read-proxy request, PEACH2_RP_OP_LOOKUP, that the target's driver
+// answers from its table of names; sent again while its answer is late). A
+// lookup is planned under the library mutex and waited for without it, one
+// at a time (they share the current answer buffer). TCA Verbs finds peers'
+// rings and memory keys this way (docs/verbs.md).
 #include <peach2/peach2_uapi.h>
 #include <sys/ioctl.h>
 #include <tca/tca.h>
