@@ -304,8 +304,7 @@ std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
         j.started = now();
         j.rc = lookup_name(j.r.node, j.r.kind, j.r.name, 0, &j.n);
         log_slow(now() - j.started, "renewing the lease on %s %#x on node %u (%s)",
-                 j.r.kind == TCA_NAME_QP ? "QP" : "key", j.r.name, j.r.node,
-                 j.rc ? tcaErrorString(j.rc) : "renewed");
+                 kind_text(j.r.kind), j.r.name, j.r.node, j.rc ? tcaErrorString(j.rc) : "renewed");
     }
     held.lock();
     for (Job& j : jobs)

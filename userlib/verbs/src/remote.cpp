@@ -50,17 +50,16 @@ int lookup_name(std::uint32_t node, std::uint32_t kind, std::uint32_t name, std:
     const int rc = tcaLookupName(static_cast<int>(node), kind, name, offset, out);
     if (rc == 0 && out->tries > 1) {
         const double ms = static_cast<double>(now_ns() - start) / 1e6;
-        const char* what = kind == TCA_NAME_QP ? "QP" : "key";
         if (out->answered_by > 1)
             log_error(
                 "lookup of %s %#x on node %u: request %u of %u answered after %.1f ms, "
                 "the first went unanswered",
-                what, name, node, out->answered_by, out->tries, ms);
+                kind_text(kind), name, node, out->answered_by, out->tries, ms);
         else
             log_error(
                 "lookup of %s %#x on node %u: the first request answered after %.1f ms "
                 "(%u sent)",
-                what, name, node, ms, out->tries);
+                kind_text(kind), name, node, ms, out->tries);
     }
     return rc;
 }
@@ -78,11 +77,10 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
     const std::uint64_t start = now_ns();
     tcaNameInfo n;
     const int found = lookup_name(node, kind, name, 0, &n);
-    log_slow(now_ns() - start, "lookup of %s %#x on node %u (%s)",
-             kind == TCA_NAME_QP ? "QP" : "key", name, node,
+    log_slow(now_ns() - start, "lookup of %s %#x on node %u (%s)", kind_text(kind), name, node,
              found ? tcaErrorString(found) : "found");
     if (int rc = found) {
-        log_debug("lookup of %s %#x on node %u: %s", kind == TCA_NAME_QP ? "QP" : "key", name, node,
+        log_debug("lookup of %s %#x on node %u: %s", kind_text(kind), name, node,
                   tcaErrorString(rc));
         return rc;
     }
@@ -95,16 +93,15 @@ int RemoteRange::open(std::uint32_t node, std::uint32_t kind, std::uint32_t name
 int RemoteRange::renew(std::uint64_t now) {
     tcaNameInfo n;
     const int rc = lookup_name(node_, first_.kind, first_.name, 0, &n);
-    log_slow(now_ns() - now, "renewing %s %#x on node %u (%s)",
-             first_.kind == TCA_NAME_QP ? "QP" : "key", first_.name, node_,
-             rc ? tcaErrorString(rc) : "renewed");
+    log_slow(now_ns() - now, "renewing %s %#x on node %u (%s)", kind_text(first_.kind), first_.name,
+             node_, rc ? tcaErrorString(rc) : "renewed");
     return renewed(rc, n, now);
 }
 
 int RemoteRange::renewed(int rc, const tcaNameInfo& n, std::uint64_t now) {
     if (rc) {
-        log_debug("renewing %s %#x on node %u: %s", first_.kind == TCA_NAME_QP ? "QP" : "key",
-                  first_.name, node_, tcaErrorString(rc));
+        log_debug("renewing %s %#x on node %u: %s", kind_text(first_.kind), first_.name, node_,
+                  tcaErrorString(rc));
         return rc;
     }
     // A name never changes its memory: the same name answering is the

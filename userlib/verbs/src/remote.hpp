@@ -98,6 +98,11 @@ void pio_store(volatile unsigned char* at, const void* src, std::uint64_t len) n
 
 std::uint64_t now_ns() noexcept;
 
+// What a name's kind is called in messages: "QP" or "key".
+inline const char* kind_text(std::uint32_t kind) noexcept {
+    return kind == TCA_NAME_QP ? "QP" : "key";
+}
+
 // tcaLookupName, saying on stderr when an answer needed more than one
 // request (libtca asks again after 100 ms): which one answered tells a
 // request lost on the way (a later one) from a slow target (the first).
