@@ -143,6 +143,8 @@ struct peach2_rp_stats {
 	atomic64_t polled;		/* entries found by looking, not by interrupt */
 	atomic64_t looks_yielded;	/* looks ended for another task's sake */
 	atomic64_t irq_runs;		/* runs of the request interrupt's thread */
+	atomic64_t watch_wakeups;	/* the watch woke an idle thread */
+	atomic64_t watch_reports;	/* ... or said where a busy one was */
 };
 
 struct peach2_rp_reply;
@@ -223,6 +225,15 @@ struct peach2_rp {
 	ktime_t served_at;		/* its last answer */
 	ktime_t share_start;		/* the window looks are counted in */
 	s64 share_ns;			/* what looks spun in it */
+	/*
+	 * The watch over the thread (rproxy.c): the step the thread is in
+	 * and since when (jiffies); the ring as the watch saw it last.
+	 */
+	unsigned int step;
+	unsigned long step_since;
+	u32 watch_head, watch_tail;
+	u64 watch_irq_runs;
+	struct delayed_work watch;
 	struct peach2_rp_src src[PEACH2_MAX_NODES];
 	/*
 	 * Protects @stopping and orders the writes of RP_HEAD (thread) and

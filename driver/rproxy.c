@@ -37,6 +37,13 @@
  *    card's count of completed descriptors says which requests were
  *    answered; only the rest get error records or a new run.
  *
+ * The watch (a delayed work every rp_watch_ms) looks at the ring from
+ * outside the thread: entries that stay queued for a whole period while the
+ * thread is idle mean a lost wake-up, which it reports and makes up for by
+ * waking the thread; a thread that is busy in one step the while is
+ * reported with that step. Stalls of seconds were seen in CI and not
+ * explained (docs/notes.md, 2026-12-02); this says which one the next is.
+ *
  * Per source node the thread keeps the last seq it served (replays are
  * refused; the state lives as long as the driver instance, so a reload
  * forgets it) and counts wrong keys for existing exports: more than
@@ -114,6 +121,17 @@
 #define PEACH2_RP_FAIL_MAX	64u
 #define PEACH2_RP_FAIL_WINDOW	HZ
 
+/* What the serving thread is doing (rp->step), for the watch. */
+enum peach2_rp_step {
+	PEACH2_RP_IDLE,		/* not running: waits for its interrupt */
+	PEACH2_RP_SERVING,	/* deciding and answering requests */
+	PEACH2_RP_REPLY_WAIT,	/* asleep until a reply run ends */
+	PEACH2_RP_LOOKING,	/* looking for the next request */
+};
+
+/* A thread busy in one step this long, with requests waiting, is reported. */
+#define PEACH2_RP_WATCH_BUSY_MS	1000u
+
 #define PEACH2_RP_CH		PEACH2_DMA_PROXY_CHANNEL
 /*
  * Unmasked for good: the request interrupt. The reply channel's bit is
@@ -161,6 +179,11 @@ static unsigned int peach2_rp_poll_us;
 module_param_named(rp_poll_us, peach2_rp_poll_us, uint, 0644);
 MODULE_PARM_DESC(rp_poll_us,
 		 "after answering, look for the next read-proxy request up to this long before waiting for its interrupt (adaptive; at most 1000 us; default 0: never; requesters then spend this CPU's time)");
+
+static unsigned int peach2_rp_watch_ms = 250;
+module_param_named(rp_watch_ms, peach2_rp_watch_ms, uint, 0644);
+MODULE_PARM_DESC(rp_watch_ms,
+		 "look this often for read-proxy requests left waiting by the serving thread: report them and wake the thread if it is idle (default 250 ms; 0: off)");
 
 static unsigned int peach2_rp_chain_max = PEACH2_RP_BUDGET;
 module_param_named(rp_chain_max, peach2_rp_chain_max, uint, 0644);
@@ -1043,6 +1066,12 @@ static bool peach2_rp_abort(struct peach2_dev *p2)
 	return false;
 }
 
+static void peach2_rp_set_step(struct peach2_rp *rp, unsigned int step)
+{
+	WRITE_ONCE(rp->step_since, jiffies);
+	WRITE_ONCE(rp->step, step);
+}
+
 /*
  * Wait for the reply chain to end. Returns NULL once it has (*st: the
  * channel's STATUS; U32_MAX if the card is gone), or why it must be aborted
@@ -1091,7 +1120,9 @@ static const char *peach2_rp_wait(struct peach2_dev *p2, unsigned int ms,
 		 * ended meanwhile; peach2_rp_run() masks the bit again.
 		 */
 		peach2_int_mask_set(p2, PEACH2_RP_DMA_INT, false);
+		peach2_rp_set_step(rp, PEACH2_RP_REPLY_WAIT);
 		wait_for_completion_timeout(&rp->dma_done, until - now);
+		peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 	}
 }
 
@@ -1615,11 +1646,14 @@ static void peach2_rp_look(struct peach2_dev *p2)
 	int taken = 0;
 
 	peach2_int_mask_set(p2, PEACH2_INT_RP, true);
+	peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
 	while (!READ_ONCE(rp->stopping) && !need_resched() &&
 	       peach2_rp_look_shares(rp, start, now)) {
+		peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 		taken = peach2_rp_serve_looking(p2);
 		if (taken < 0)
 			break;
+		peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
 		now = ktime_get();
 		if (taken)
 			until = ktime_add_us(rp->served_at, rp->poll_us);
@@ -1633,6 +1667,7 @@ static void peach2_rp_look(struct peach2_dev *p2)
 	 * sets the status bit, and unmasking sends its message.
 	 */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
+	peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 	if (taken >= 0 && !READ_ONCE(rp->stopping))
 		peach2_rp_serve_looking(p2);
 	peach2_int_mask_set(p2, PEACH2_INT_RP, false);
@@ -1646,6 +1681,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	ktime_t now = ktime_get();
 
 	atomic64_inc(&rp->stats.irq_runs);
+	peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 	/* Clear first: entries queued from now on raise it again. */
 	writel(PEACH2_INT_RP, p2->regs + PEACH2_REG_INT_STATUS);
 	if (ktime_before(now, ktime_add_us(rp->served_at, 2 * max_us)))
@@ -1654,12 +1690,80 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 		rp->poll_us = min(rp->poll_us / 2, max_us);
 	else
 		rp->poll_us = 0;
-	if (peach2_rp_serve(p2) <= 0)
-		return IRQ_HANDLED;
-	rp->served_at = ktime_get();
-	if (rp->poll_us)
-		peach2_rp_look(p2);
+	if (peach2_rp_serve(p2) > 0) {
+		rp->served_at = ktime_get();
+		if (rp->poll_us)
+			peach2_rp_look(p2);
+	}
+	peach2_rp_set_step(rp, PEACH2_RP_IDLE);
 	return IRQ_HANDLED;
+}
+
+static const char *peach2_rp_step_name(unsigned int step)
+{
+	switch (step) {
+	case PEACH2_RP_SERVING:
+		return "serving";
+	case PEACH2_RP_REPLY_WAIT:
+		return "waiting for a reply run";
+	case PEACH2_RP_LOOKING:
+		return "looking for requests";
+	default:
+		return "idle";
+	}
+}
+
+/*
+ * The watch (see the top of this file). Entries queued at its last look
+ * and still there now, the thread's head unmoved: they waited a whole
+ * period. The thread idle meanwhile means its wake-up was lost: say what
+ * the card shows and wake it (a spurious wake-up only serves an empty
+ * ring). A thread busy in one step is left alone (each step has its own
+ * bound) and said where it is.
+ */
+static void peach2_rp_watch(struct work_struct *work)
+{
+	struct peach2_rp *rp = container_of(to_delayed_work(work),
+					    struct peach2_rp, watch);
+	struct peach2_dev *p2 = container_of(rp, struct peach2_dev, rp);
+	unsigned int ms = READ_ONCE(peach2_rp_watch_ms);
+	unsigned int step = READ_ONCE(rp->step);
+	unsigned long busy = jiffies - READ_ONCE(rp->step_since);
+	u64 runs = atomic64_read(&rp->stats.irq_runs);
+	u32 head = READ_ONCE(rp->head), tail, waited;
+
+	if (READ_ONCE(rp->stopping) || READ_ONCE(rp->broken) ||
+	    READ_ONCE(rp->wedged))
+		return;
+	if (!ms) {
+		rp->watch_tail = rp->watch_head;	/* nothing seen */
+		queue_delayed_work(system_wq, &rp->watch, HZ);
+		return;
+	}
+	tail = readl(p2->regs + PEACH2_REG_RP_TAIL);
+	waited = head == rp->watch_head ? rp->watch_tail - head : 0;
+	/* The thread took them just now: nothing waited. */
+	if (READ_ONCE(rp->head) != head)
+		waited = 0;
+	if (waited && waited <= rp->ring_entries && step == PEACH2_RP_IDLE) {
+		atomic64_inc(&rp->stats.watch_wakeups);
+		dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more with the serving thread idle (%llu runs since; INT_STATUS %#x, INT_MASK %#x, the driver's mask %#x): waking it\n",
+				     waited, ms, runs - rp->watch_irq_runs,
+				     readl(p2->regs + PEACH2_REG_INT_STATUS),
+				     readl(p2->regs + PEACH2_REG_INT_MASK),
+				     READ_ONCE(p2->int_mask));
+		irq_wake_thread(rp->irq, p2);
+	} else if (waited && waited <= rp->ring_entries &&
+		   busy >= msecs_to_jiffies(PEACH2_RP_WATCH_BUSY_MS)) {
+		atomic64_inc(&rp->stats.watch_reports);
+		dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more; the serving thread has been %s for %u ms\n",
+				     waited, ms, peach2_rp_step_name(step),
+				     jiffies_to_msecs(busy));
+	}
+	rp->watch_head = head;
+	rp->watch_tail = tail;
+	rp->watch_irq_runs = runs;
+	queue_delayed_work(system_wq, &rp->watch, msecs_to_jiffies(ms));
 }
 
 static irqreturn_t peach2_rp_dma_irq(int irq, void *data)
@@ -1718,6 +1822,7 @@ void peach2_rp_init(struct peach2_dev *p2)
 	spin_lock_init(&rp->tx_lock);
 	spin_lock_init(&rp->ring_lock);
 	init_completion(&rp->dma_done);
+	INIT_DELAYED_WORK(&rp->watch, peach2_rp_watch);
 }
 
 /* Called from the device's release: every file is gone. */
@@ -1902,8 +2007,11 @@ void peach2_rp_enable(struct peach2_dev *p2)
 	if (!p2->rp.present)
 		return;
 	p2->rp.head = 0;
+	p2->rp.watch_head = 0;
+	p2->rp.watch_tail = 0;
 	p2->rp.enabled = true;
 	writel(PEACH2_RP_ENABLE, p2->regs + PEACH2_REG_RP_CTRL);
+	queue_delayed_work(system_wq, &p2->rp.watch, HZ);
 }
 
 /*
@@ -1932,6 +2040,7 @@ void peach2_rp_remove(struct peach2_dev *p2)
 	 */
 	smp_mb();
 	complete(&rp->dma_done);
+	cancel_delayed_work_sync(&rp->watch);	/* it may wake the thread */
 	free_irq(rp->irq, p2);		/* waits for the thread */
 	rp->irq = 0;
 	if (rp->enabled && !rp->wedged && !rp->broken)
@@ -1998,6 +2107,11 @@ int peach2_rp_show(struct peach2_dev *p2, char *buf)
 	P2_LINE("served_ms_ago",
 		ktime_ms_delta(ktime_get(), READ_ONCE(rp->served_at)));
 	P2_LINE("int_masked", !!(READ_ONCE(p2->int_mask) & PEACH2_INT_RP));
+	P2_LINE("thread_step", READ_ONCE(rp->step));
+	P2_LINE("thread_step_ms",
+		jiffies_to_msecs(jiffies - READ_ONCE(rp->step_since)));
+	P2_LINE("watch_wakeups", atomic64_read(&s->watch_wakeups));
+	P2_LINE("watch_reports", atomic64_read(&s->watch_reports));
 	for (i = 0; i < ARRAY_SIZE(card); i++) {
 		static const char * const names[] = {
 			"card_tx_sent", "card_rx_queued", "card_rx_refused",

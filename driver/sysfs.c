@@ -246,26 +246,22 @@ static ssize_t fw_load_store(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_WO(fw_load);
 
 /*
- * Fault injection for tests of the recovery paths (root only): the number
- * of read-proxy replies the card will stall until the driver aborts them.
+ * Fault injection for tests of the recovery paths (root only): a card
+ * register that counts down the faults still to come.
  */
-static ssize_t fault_proxy_stall_show(struct device *dev,
-				      struct device_attribute *attr, char *buf)
+static ssize_t peach2_fault_show(struct device *dev, char *buf, u32 reg)
 {
 	struct peach2_dev *p2 = to_peach2_dev(dev);
 	ssize_t ret;
 
 	down_read(&p2->lock);
-	ret = p2->dead ? -ENODEV :
-	      sysfs_emit(buf, "%u\n",
-			 readl(p2->regs + PEACH2_REG_FAULT_PROXY_STALL));
+	ret = p2->dead ? -ENODEV : sysfs_emit(buf, "%u\n", readl(p2->regs + reg));
 	up_read(&p2->lock);
 	return ret;
 }
 
-static ssize_t fault_proxy_stall_store(struct device *dev,
-				       struct device_attribute *attr,
-				       const char *buf, size_t count)
+static ssize_t peach2_fault_store(struct device *dev, const char *buf,
+				  size_t count, u32 reg, const char *what)
 {
 	struct peach2_dev *p2 = to_peach2_dev(dev);
 	u32 n;
@@ -278,15 +274,44 @@ static ssize_t fault_proxy_stall_store(struct device *dev,
 	if (p2->dead) {
 		ret = -ENODEV;
 	} else {
-		writel(n, p2->regs + PEACH2_REG_FAULT_PROXY_STALL);
-		dev_info(dev,
-			 "fault injection: the next %u read-proxy replies stall\n",
-			 n);
+		writel(n, p2->regs + reg);
+		dev_info(dev, "fault injection: the next %u %s\n", n, what);
 	}
 	up_read(&p2->lock);
 	return ret ? ret : count;
 }
+
+/* Read-proxy replies the card stalls until the driver aborts them. */
+static ssize_t fault_proxy_stall_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	return peach2_fault_show(dev, buf, PEACH2_REG_FAULT_PROXY_STALL);
+}
+
+static ssize_t fault_proxy_stall_store(struct device *dev,
+				       struct device_attribute *attr,
+				       const char *buf, size_t count)
+{
+	return peach2_fault_store(dev, buf, count, PEACH2_REG_FAULT_PROXY_STALL,
+				  "read-proxy replies stall");
+}
 static DEVICE_ATTR_ADMIN_RW(fault_proxy_stall);
+
+/* Request interrupts the card withholds: lost wake-ups of the serving thread. */
+static ssize_t fault_rp_int_lost_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	return peach2_fault_show(dev, buf, PEACH2_REG_FAULT_RP_INT_LOST);
+}
+
+static ssize_t fault_rp_int_lost_store(struct device *dev,
+				       struct device_attribute *attr,
+				       const char *buf, size_t count)
+{
+	return peach2_fault_store(dev, buf, count, PEACH2_REG_FAULT_RP_INT_LOST,
+				  "read-proxy request interrupts are lost");
+}
+static DEVICE_ATTR_ADMIN_RW(fault_rp_int_lost);
 
 static ssize_t verbs_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
@@ -307,6 +332,7 @@ static struct attribute *peach2_attrs[] = {
 	&dev_attr_users.attr,
 	&dev_attr_node_id.attr,
 	&dev_attr_fault_proxy_stall.attr,
+	&dev_attr_fault_rp_int_lost.attr,
 	&dev_attr_node_count.attr,
 	&dev_attr_hw_version.attr,
 	&dev_attr_link_e.attr,

@@ -1232,6 +1232,65 @@ TEST_F_TIMEOUT(rp, stalled_reply_is_aborted_and_answered, 60)
 }
 
 /*
+ * A lost wake-up (sysfs fault_rp_int_lost, root only: the card withholds
+ * the next request interrupt, and its status bit then keeps back every
+ * later one until the driver clears it): the request sits in the ring with
+ * the serving thread asleep, and only the driver's watch (rp_watch_ms)
+ * finds it, wakes the thread and counts it. Without the watch it would
+ * wait for good, and so would every request after it.
+ */
+TEST_F_TIMEOUT(rp, lost_request_interrupt_is_made_up_by_the_watch, 60)
+{
+	const char *period = "/sys/module/peach2/parameters/rp_watch_ms";
+	long long wakeups = rp_counter("watch_wakeups");
+	char fault[PATH_MAX], ms[32] = "", left[32] = "";
+	struct peach2_rp_submit s;
+	struct peach2_rp_cpl c;
+	double t0, took;
+	uint32_t id, key;
+	int rc;
+
+	ASSERT_LE(0, wakeups);
+	ASSERT_LT(0, read_sysfs(period, ms, sizeof(ms)));
+	ASSERT_LT(0, atoi(ms)) TH_LOG("rp_watch_ms is 0: the watch is off");
+	class_attr(fault, sizeof(fault), "fault_rp_int_lost");
+
+	fill(self->src.p, BUF_SIZE, 31);
+	ASSERT_EQ(0, do_export(self->fd, self->src.a.handle, 0, BUF_SIZE,
+			       PEACH2_EXPORT_READ, &id, &key));
+	/* Past any look the last request left running (rp_poll_us). */
+	usleep(20000);
+	ASSERT_EQ(0, write_sysfs(fault, "1")) TH_LOG("%s (needs root)", fault);
+	s = rp_read(self->me, id, key, self->src_bus, 4096, self->dst.a.handle,
+		    0, self->cpl.a.handle, 0);
+	memset(self->cpl.p, 0, sizeof(c));
+	t0 = now_s();
+	ASSERT_EQ(0, xioctl(self->fd, PEACH2_IOC_RP_SUBMIT, &s));
+	rc = wait_cpl(self->cpl.p, s.tag, &c, 10 * atoi(ms) / 1000.0 + 2);
+	took = now_s() - t0;
+	write_sysfs(fault, "0");
+	ASSERT_EQ(0, rc) TH_LOG("not answered after %.1f s", took);
+	EXPECT_EQ(0U, c.status);
+	EXPECT_EQ(4096U, c.len);
+	EXPECT_EQ(0, memcmp(self->src.p, self->dst.p, 4096));
+	/* The card withheld its message: the watch answered it. */
+	EXPECT_LT(0, read_sysfs(fault, left, sizeof(left)));
+	EXPECT_EQ(0, strcmp(left, "0\n"));
+	EXPECT_LE(wakeups + 1, rp_counter("watch_wakeups"));
+	EXPECT_LE(0.9 * atoi(ms) / 1000.0, took);
+
+	/* The proxy goes on by interrupt: the next request is served at once. */
+	s = rp_read(self->me, id, key, self->src_bus + 4096, 4096,
+		    self->dst.a.handle, 4096, self->cpl.a.handle, 32);
+	t0 = now_s();
+	EXPECT_EQ(0, rp_do(self->fd, &s, self->cpl.p, &c));
+	EXPECT_EQ(0U, c.status);
+	EXPECT_GT(atoi(ms) / 1000.0, now_s() - t0);
+	EXPECT_EQ(0, memcmp(self->src.p + 4096, self->dst.p + 4096, 4096));
+	ASSERT_EQ(0, do_unexport(self->fd, id));
+}
+
+/*
  * Requests that queue while the proxy channel is busy are answered in
  * chains of many replies (sysfs reply_runs, replies, replies_max): a
  * stalled reply holds the thread for rp_timeout_ms while 60 READs, then a
@@ -1442,7 +1501,8 @@ TEST_F(rp, sysfs_rproxy)
 		"exports", "submitted", "reply_runs", "replies",
 		"replies_max", "polled", "poll_us", "looks_yielded",
 		"irq_runs", "served_ms_ago", "int_masked",
-		"card_tx_sent",
+		"thread_step", "thread_step_ms", "watch_wakeups",
+		"watch_reports", "card_tx_sent",
 		"card_rx_queued", "card_rx_refused", "card_rx_dropped",
 		"card_ring_pending", "card_int_pending",
 	};

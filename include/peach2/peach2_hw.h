@@ -286,6 +286,12 @@ struct peach2_desc {
  * each run started on the proxy channel decrements it and then makes no
  * progress until it is aborted (CTRL.ABORT). Reset 0. */
 #define PEACH2_REG_FAULT_PROXY_STALL 0x7f0 /* RW: runs to stall */
+/* Fault injection, for testing the driver's watch over its serving thread:
+ * while non-zero, each request-interrupt message (INT_STATUS.RP) the card
+ * would send is withheld instead and it decrements; the bit stays set and
+ * counts as signalled, so no message comes until the driver clears it (a
+ * lost wake-up). Reset 0. */
+#define PEACH2_REG_FAULT_RP_INT_LOST 0x7f4 /* RW: messages to withhold */
 #define PEACH2_RP_RING_MAX       4096u
 #define PEACH2_RP_ENTRY_SIZE     64u
 

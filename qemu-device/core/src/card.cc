@@ -34,6 +34,7 @@ void Card::reset() {
     int_status_ = 0;
     int_mask_ = ~0u;
     notified_ = 0;
+    fault_rp_int_lost_ = 0;
     err_status_ = 0;
     err_addr_ = 0;
     err_count_ = 0;
@@ -110,6 +111,7 @@ uint32_t Card::reg_read32(uint64_t off) {
     case PEACH2_REG_SCRATCH: return scratch_;
     case PEACH2_REG_INT_STATUS: return int_status_;
     case PEACH2_REG_INT_MASK: return int_mask_;
+    case PEACH2_REG_FAULT_RP_INT_LOST: return fault_rp_int_lost_;
     case PEACH2_REG_ERR_STATUS: return err_status_;
     case PEACH2_REG_ERR_COUNT: return err_count_;
     case PEACH2_REG_ERR_ADDR_LO: return lo32(err_addr_);
@@ -136,6 +138,7 @@ void Card::reg_write32(uint64_t off, uint32_t val) {
         int_mask_ = val;
         update_irq();
         return;
+    case PEACH2_REG_FAULT_RP_INT_LOST: fault_rp_int_lost_ = val; return;
     case PEACH2_REG_ERR_STATUS:
         if (val & PEACH2_ERR_VALID) {
             err_status_ = 0;
@@ -508,8 +511,12 @@ void Card::update_irq() {
     constexpr uint32_t kMisc = PEACH2_INT_ERROR | PEACH2_INT_LINK | PEACH2_INT_MAILBOX;
     if (fresh & kMisc)
         notify(PEACH2_INT_VECTOR_MISC, fresh & kMisc);
-    if (fresh & PEACH2_INT_RP)
-        notify(PEACH2_INT_VECTOR_RP, PEACH2_INT_RP);
+    if (fresh & PEACH2_INT_RP) {
+        if (fault_rp_int_lost_ > 0)
+            --fault_rp_int_lost_;  // withheld: signalled as far as the card knows
+        else
+            notify(PEACH2_INT_VECTOR_RP, PEACH2_INT_RP);
+    }
     for (unsigned ch = 0; ch < PEACH2_DMA_ENGINES; ++ch)
         if (fresh & PEACH2_INT_DMA(ch))
             notify(PEACH2_INT_VECTOR_DMA(ch), PEACH2_INT_DMA(ch));

@@ -204,6 +204,7 @@ private:
     uint32_t int_status_ = 0;
     uint32_t int_mask_ = ~0u;
     uint32_t notified_ = 0;  // status bits already signalled, not yet cleared
+    uint32_t fault_rp_int_lost_ = 0;  // PEACH2_REG_FAULT_RP_INT_LOST
     uint32_t err_status_ = 0;
     uint64_t err_addr_ = 0;
     uint32_t err_count_ = 0;

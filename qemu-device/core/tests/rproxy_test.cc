@@ -413,6 +413,35 @@ TEST_F(ReadProxy, InjectedStallHoldsTheProxyChannelUntilAborted) {
     EXPECT_EQ(ha.mem[0x20000], 0x5a);
 }
 
+// A lost wake-up, on purpose: the message is withheld, the status bit set
+// and taken as signalled, so the next request brings nothing either; the
+// driver's clear of the bit lets the one after that through.
+TEST_F(ReadProxy, InjectedLostInterruptWithholdsTheRequestMessage) {
+    ring_setup(b.get(), 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_FAULT_RP_INT_LOST, 1, 4);
+    send(a.get(), request(1, 0x3000), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 1u);
+    EXPECT_TRUE(reg(b.get(), PEACH2_REG_INT_STATUS) & PEACH2_INT_RP);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 0u);
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_FAULT_RP_INT_LOST), 0u);
+
+    send(a.get(), request(2, 0x3020), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_RP_TAIL), 2u);
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 0u);
+
+    peach2_core_reg_write(b.get(), PEACH2_REG_INT_STATUS, PEACH2_INT_RP, 4);
+    peach2_core_reg_write(b.get(), PEACH2_REG_RP_HEAD, 2, 4);
+    send(a.get(), request(3, 0x3040), 1);
+    ASSERT_TRUE(pump());
+    EXPECT_EQ(count(hb.irqs, PEACH2_INT_VECTOR_RP), 1u);
+
+    peach2_core_reg_write(b.get(), PEACH2_REG_FAULT_RP_INT_LOST, 5, 4);
+    peach2_core_reset(b.get());
+    EXPECT_EQ(reg(b.get(), PEACH2_REG_FAULT_RP_INT_LOST), 0u);
+}
+
 TEST_F(ReadProxy, ResetForgetsTheRing) {
     ring_setup(b.get(), 4);
     peach2_core_reset(b.get());
