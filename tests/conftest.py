@@ -12,7 +12,8 @@ checked for BUG:/Oops/WARNING:/Call Trace; new hits make that test error at tear
 the session fails.
 
 Options: --peach2-no-build (do not run scripts/build-initramfs.sh), --peach2-keep (keep
-run directories with console logs). Select host-only tests with -m "not vm".
+run directories with console logs and, for the clusters still up at the end of their
+scope, each node's dmesg). Select host-only tests with -m "not vm".
 """
 
 import os
@@ -32,7 +33,7 @@ def pytest_addoption(parser):
     g.addoption("--peach2-no-build", action="store_true",
                 help="do not run scripts/build-initramfs.sh before VM tests")
     g.addoption("--peach2-keep", action="store_true",
-                help="keep cluster run directories (console logs) after the session")
+                help="keep cluster run directories (console logs, dmesg) after the session")
 
 
 def pytest_configure(config):
@@ -86,6 +87,21 @@ def _kernel_problems(c):
     return found
 
 
+def _save_dmesg(c):
+    """--peach2-keep: each live node's whole kernel log beside its console log (which
+    shows only errors: loglevel=4), for warnings of a run that passed."""
+    for i in range(c.n):
+        node = c.nodes[i] if i < len(c.nodes) else None
+        if node is None or not node.alive() or node.pending or c.run_dir is None:
+            continue
+        try:
+            rc, out = c.run(i, "dmesg", timeout=30)
+        except cluster_mod.ClusterError:
+            continue
+        with open(os.path.join(c.run_dir, "node%d.dmesg" % i), "w") as f:
+            f.write(out)
+
+
 class _Factory:
     """Starts clusters for one fixture scope and stops them (kernel logs checked) when
     the scope ends: a cluster nobody uses any more would keep its idle guests on the
@@ -114,6 +130,8 @@ class _Factory:
         errors = []
         for c in self.mine:
             errors += _kernel_problems(c)
+            if self.keep:
+                _save_dmesg(c)
             c.stop()
             _clusters.remove(c)
         self.mine = []
