@@ -225,12 +225,15 @@ int Context::handle_side(const tcaHandle& h, std::uint64_t offset, std::uint64_t
     if (!range_fits(base, len, b.size))
         return TCA_ENOTBUF;
     bool same = true;
-    for_each_piece(h, offset, len, [&](std::uint64_t ga, std::uint64_t pos, std::uint64_t n) {
+    PieceWalk walk(b.pieces, base);  // in step with the handle's pieces
+    for_each_piece(h, offset, len, [&](std::uint64_t ga, std::uint64_t, std::uint64_t n) {
         for (std::uint64_t done = 0; same && done < n;) {
             std::uint64_t addr = 0, room = 0;
-            piece_at(b.pieces, base + pos + done, &addr, &room);
+            walk.at(&addr, &room);
             same = addr == ga + done;
-            done += room < n - done ? room : n - done;
+            const std::uint64_t step = room < n - done ? room : n - done;
+            done += step;
+            walk.skip(step);
         }
     });
     if (!same)

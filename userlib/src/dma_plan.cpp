@@ -143,10 +143,11 @@ int plan_strided(const DmaRequest& r, std::uint64_t sspan, std::uint64_t dspan,
 }
 
 int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
+    PieceWalk src(r.src.pieces, r.src.offset), dst(r.dst.pieces, r.dst.offset);
     for (std::uint64_t pos = 0; pos < r.len;) {
         std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
-        piece_at(r.src.pieces, r.src.offset + pos, &saddr, &sroom);
-        piece_at(r.dst.pieces, r.dst.offset + pos, &daddr, &droom);
+        src.at(&saddr, &sroom);
+        dst.at(&daddr, &droom);
         const std::uint64_t n =
             std::min({r.len - pos, sroom, droom, static_cast<std::uint64_t>(PEACH2_DMA_MAX_LEN)});
         // Every piece: after a cut the two sides restart at unrelated
@@ -161,6 +162,8 @@ int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
         x.len = n;
         out->push_back(x);
         pos += n;
+        src.skip(n);
+        dst.skip(n);
     }
     return 0;
 }
@@ -169,16 +172,7 @@ int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
 
 bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t* addr,
               std::uint64_t* room) noexcept {
-    for (const tcaChunk& c : pieces) {
-        if (offset < c.len) {
-            *addr = c.global_addr + offset;
-            *room = c.len - offset;
-            return true;
-        }
-        offset -= c.len;
-    }
-    *addr = *room = 0;
-    return false;
+    return PieceWalk(pieces, offset).at(addr, room);
 }
 
 int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out) {

@@ -48,11 +48,12 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
     std::uint32_t runs = 0;  // of the request being planned (pieces.back())
     std::size_t h = 0;       // the handle holding byte src_offset + pos
     std::uint64_t h_start = 0;
+    PieceWalk walk(dst.pieces, dst.offset);
     for (std::uint64_t pos = 0; pos < len;) {
         while (src_offset + pos - h_start >= srcs[h]->size)
             h_start += srcs[h++]->size;
         std::uint64_t local = 0, room = 0, remote = 0;
-        if (!piece_at(dst.pieces, dst.offset + pos, &local, &room))
+        if (!walk.at(&local, &room))
             return fail(TCA_ERANGE);
         if (handle_address(*srcs[h], src_offset + pos - h_start, &remote))
             return fail(TCA_ERANGE);
@@ -76,6 +77,7 @@ int plan_get(const DmaSide& dst, std::span<const tcaHandle* const> srcs,
         p.len += static_cast<std::uint32_t>(n);
         ++runs;
         pos += n;
+        walk.skip(n);
     }
     return 0;
 }

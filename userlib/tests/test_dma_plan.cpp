@@ -67,6 +67,25 @@ TEST(DmaPlan, PieceAt) {
     EXPECT_FALSE(piece_at(p, 3 * 4096, &a, &room));
 }
 
+TEST(DmaPlan, PieceWalkFindsWhatPieceAtFinds) {
+    // Pieces of unequal lengths, one of them empty, walked in uneven steps.
+    std::vector<tcaChunk> p = scattered(0, 4, 4096);
+    p[1].len = 100;
+    p[2].len = 0;
+    const std::uint64_t total = 4096 + 100 + 0 + 4096;
+    for (std::uint64_t start : {0ull, 4095ull, 4096ull, 4196ull, 5000ull}) {
+        PieceWalk walk(p, start);
+        for (std::uint64_t off = start, step = 1; off <= total; off += step, step = step * 3 + 1) {
+            std::uint64_t a = 0, room = 0, want_a = 0, want_room = 0;
+            const bool in = piece_at(p, off, &want_a, &want_room);
+            EXPECT_EQ(in, walk.at(&a, &room)) << start << " " << off;
+            EXPECT_EQ(want_a, a) << start << " " << off;
+            EXPECT_EQ(want_room, room) << start << " " << off;
+            walk.skip(step);
+        }
+    }
+}
+
 TEST(DmaPlan, RemoteSplitsAtTheRemoteChunkBoundaries) {
     const LocalBuf src = local(7, 1, 1 << 20);
     const tcaHandle dst = remote_handle(4, 8192);  // 4 pieces of 8 KiB
