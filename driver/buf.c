@@ -125,15 +125,6 @@ u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 	return PEACH2_NODE_BASE(buf->ctx->p2->node_id) + mem->dma;
 }
 
-/* The chunk that holds byte @offset of @buf (offset < buf->size). */
-/* [off, off + len) inside [0, size)? (overflow-safe) */
-bool peach2_range_ok(u64 size, u64 off, u64 len)
-{
-	u64 end;
-
-	return !check_add_overflow(off, len, &end) && end <= size;
-}
-
 /* [off, off + len) of @buf inside one chunk? (the range is in the buffer) */
 bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len)
 {
@@ -142,6 +133,7 @@ bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len)
 	return off + len <= mem->offset + mem->len;
 }
 
+/* The chunk that holds byte @offset of @buf (offset < buf->size). */
 const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
 					  u64 offset)
 {

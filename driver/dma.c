@@ -232,23 +232,46 @@ static void peach2_prog_free(struct peach2_prog *prog)
 }
 
 /*
- * Check one transfer and look up its buffers (references for the caller;
- * *dstp is NULL for a remote destination, *srcp NULL for an immediate).
- * Returns PEACH2_DMA_RULE_OK or the rule it breaks (peach2_dma_rules.h).
+ * The buffer @handle names, for a transfer being checked: the one the last
+ * transfer on this side used (*@last) when it has the same handle, else
+ * looked up, its reference kept in @prog->bufs. A fragmented buffer is a
+ * transfer per physically contiguous piece; one lookup and one reference
+ * serve them all. NULL: this file has no such buffer.
  */
-static enum peach2_dma_rule peach2_xfer_check(struct peach2_file *ctx,
+static struct peach2_buf *peach2_prog_lookup(struct peach2_prog *prog,
+					     u32 handle,
+					     struct peach2_buf **last)
+{
+	struct peach2_buf *buf = *last;
+
+	if (buf && buf->handle == handle)
+		return buf;
+	buf = peach2_buf_lookup(prog->ctx, handle);
+	if (buf) {
+		prog->bufs[prog->nr_bufs++] = buf;
+		*last = buf;
+	}
+	return buf;
+}
+
+/*
+ * Check one transfer of @prog and find its buffers (@last: the last ones
+ * looked up, source and destination; *dstp is NULL for a remote
+ * destination, *srcp NULL for an immediate). Returns PEACH2_DMA_RULE_OK or
+ * the rule it breaks (peach2_dma_rules.h).
+ */
+static enum peach2_dma_rule peach2_xfer_check(struct peach2_prog *prog,
 					      const struct peach2_xfer *x,
+					      struct peach2_buf *last[2],
 					      struct peach2_buf **srcp,
 					      struct peach2_buf **dstp)
 {
-	struct peach2_dev *p2 = ctx->p2;
+	struct peach2_dev *p2 = prog->ctx->p2;
 	bool imm = x->flags & PEACH2_XFER_IMM;
 	struct peach2_buf *src = NULL, *dst = NULL;
 	u64 sspan, dspan, node, off;
 	enum peach2_dma_rule rule;
 
-	*srcp = NULL;
-	*dstp = NULL;
 	rule = peach2_xfer_rule(x);
 	if (!rule)
 		rule = peach2_xfer_spans(x, &sspan, &dspan);
@@ -256,56 +279,39 @@ static enum peach2_dma_rule peach2_xfer_check(struct peach2_file *ctx,
 		return rule;
 
 	if (!imm) {
-		src = peach2_buf_lookup(ctx, x->src_handle);
+		src = peach2_prog_lookup(prog, x->src_handle, &last[0]);
 		if (!src)
 			return PEACH2_DMA_RULE_NO_BUFFER;
 	}
 	if (x->dst_handle) {
-		dst = peach2_buf_lookup(ctx, x->dst_handle);
-		if (!dst) {
-			rule = PEACH2_DMA_RULE_NO_BUFFER;
-			goto err;
-		}
+		dst = peach2_prog_lookup(prog, x->dst_handle, &last[1]);
+		if (!dst)
+			return PEACH2_DMA_RULE_NO_BUFFER;
 	}
 
-	if (src && !peach2_range_ok(src->size, x->src_offset, sspan)) {
-		rule = PEACH2_DMA_RULE_SRC_RANGE;
-		goto err;
-	}
+	if (src && !peach2_range_ok(src->size, x->src_offset, sspan))
+		return PEACH2_DMA_RULE_SRC_RANGE;
 	if (dst) {
-		if (!peach2_range_ok(dst->size, x->dst, dspan)) {
-			rule = PEACH2_DMA_RULE_DST_RANGE;
-			goto err;
-		}
+		if (!peach2_range_ok(dst->size, x->dst, dspan))
+			return PEACH2_DMA_RULE_DST_RANGE;
 	} else {
 		/* Another node's host memory, inside its slice. */
 		node = x->dst >> PEACH2_SLICE_SHIFT;
 		off = PEACH2_ADDR_OFFSET(x->dst);
 		if (node >= p2->node_count || node == p2->node_id ||
-		    !peach2_range_ok(p2->host_size, off, dspan)) {
-			rule = PEACH2_DMA_RULE_REMOTE;
-			goto err;
-		}
+		    !peach2_range_ok(p2->host_size, off, dspan))
+			return PEACH2_DMA_RULE_REMOTE;
 	}
 
 	/* Block-stride and immediates are never split. */
 	if ((x->burst || imm) &&
 	    ((src && !peach2_one_chunk(src, x->src_offset, sspan)) ||
-	     (dst && !peach2_one_chunk(dst, x->dst, dspan)))) {
-		rule = PEACH2_DMA_RULE_CHUNK;
-		goto err;
-	}
+	     (dst && !peach2_one_chunk(dst, x->dst, dspan))))
+		return PEACH2_DMA_RULE_CHUNK;
 
 	*srcp = src;
 	*dstp = dst;
 	return PEACH2_DMA_RULE_OK;
-
-err:
-	if (dst)
-		peach2_buf_put(dst);
-	if (src)
-		peach2_buf_put(src);
-	return rule;
 }
 
 static u32 peach2_xfer_desc_flags(u32 xflags)
@@ -393,18 +399,14 @@ static int peach2_prog_check(struct peach2_prog *prog,
 {
 	struct device *dev = &prog->ctx->p2->pdev->dev;
 	enum peach2_dma_rule rule = PEACH2_DMA_RULE_OK;
-	struct peach2_buf *src, *dst;
+	struct peach2_buf *src, *dst, *last[2] = { NULL, NULL };
 	u32 i, n, first_extra = 0;
 
 	*total = 0;
 	for (i = 0; i < count; i++) {
-		rule = peach2_xfer_check(prog->ctx, &xfers[i], &src, &dst);
+		rule = peach2_xfer_check(prog, &xfers[i], last, &src, &dst);
 		if (rule)
 			break;
-		if (src)
-			prog->bufs[prog->nr_bufs++] = src;
-		if (dst)
-			prog->bufs[prog->nr_bufs++] = dst;
 		n = peach2_xfer_split(&xfers[i], src, dst, NULL,
 				      PEACH2_DMA_MAX_CHAIN - *total);
 		if (n > PEACH2_DMA_MAX_CHAIN - *total) {
@@ -427,23 +429,39 @@ static int peach2_prog_check(struct peach2_prog *prog,
 	return rule == PEACH2_DMA_RULE_NO_BUFFER ? -ENOENT : -EINVAL;
 }
 
+/*
+ * The buffer pass 1 found for @handle: *@last again for the same handle,
+ * else the next one it looked up (@b counts them), as peach2_prog_lookup()
+ * decided.
+ */
+static struct peach2_buf *peach2_prog_found(struct peach2_prog *prog,
+					    u32 handle,
+					    struct peach2_buf **last, u32 *b)
+{
+	if (!*last || (*last)->handle != handle)
+		*last = prog->bufs[(*b)++];
+	return *last;
+}
+
 /* Pass 2: the descriptors of the checked transfers, in order. */
 static void peach2_prog_fill(struct peach2_prog *prog,
 			     const struct peach2_xfer *xfers, u32 count)
 {
-	struct peach2_buf *src, *dst;
+	struct peach2_buf *src, *dst, *last[2] = { NULL, NULL };
 	u32 i, b, pos;
 
 	for (i = 0, b = 0, pos = 0; i < count; i++) {
 		const struct peach2_xfer *x = &xfers[i];
 
-		/* The buffers of pass 1, in the same order. */
-		src = x->flags & PEACH2_XFER_IMM ? NULL : prog->bufs[b++];
-		dst = x->dst_handle ? prog->bufs[b++] : NULL;
+		src = x->flags & PEACH2_XFER_IMM ? NULL :
+		      peach2_prog_found(prog, x->src_handle, &last[0], &b);
+		dst = x->dst_handle ?
+		      peach2_prog_found(prog, x->dst_handle, &last[1], &b) :
+		      NULL;
 		pos += peach2_xfer_split(x, src, dst, prog->descs + pos,
 					 prog->nr_desc - pos);
 	}
-	WARN_ON(pos != prog->nr_desc);
+	WARN_ON(pos != prog->nr_desc || b != prog->nr_bufs);
 }
 
 /*

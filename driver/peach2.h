@@ -35,6 +35,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/overflow.h>
 #include <linux/rwsem.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
@@ -481,7 +482,18 @@ struct peach2_buf *peach2_buf_lookup(struct peach2_file *ctx, u32 handle);
 void peach2_buf_put(struct peach2_buf *buf);
 const struct peach2_mem *peach2_buf_chunk(const struct peach2_buf *buf,
 					  u64 offset);
-bool peach2_range_ok(u64 size, u64 off, u64 len);
+
+/*
+ * [off, off + len) inside [0, size)? (overflow-safe; inline: a DMA start
+ * asks it twice per transfer)
+ */
+static inline bool peach2_range_ok(u64 size, u64 off, u64 len)
+{
+	u64 end;
+
+	return !check_add_overflow(off, len, &end) && end <= size;
+}
+
 bool peach2_one_chunk(const struct peach2_buf *buf, u64 off, u64 len);
 u64 peach2_buf_global_addr(const struct peach2_buf *buf,
 			   const struct peach2_mem *mem);
