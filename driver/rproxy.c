@@ -1649,16 +1649,17 @@ static void peach2_rp_look(struct peach2_dev *p2)
 	peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
 	while (!READ_ONCE(rp->stopping) && !need_resched() &&
 	       peach2_rp_look_shares(rp, start, now)) {
-		peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 		taken = peach2_rp_serve_looking(p2);
 		if (taken < 0)
 			break;
-		peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
 		now = ktime_get();
-		if (taken)
+		if (taken) {
 			until = ktime_add_us(rp->served_at, rp->poll_us);
-		else if (ktime_after(now, until))
+			/* Its reply wait, if any, left the step SERVING. */
+			peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
+		} else if (ktime_after(now, until)) {
 			break;
+		}
 		cpu_relax();
 	}
 	rp->share_ns += ktime_to_ns(ktime_sub(ktime_get(), start));
@@ -1745,20 +1746,24 @@ static void peach2_rp_watch(struct work_struct *work)
 	/* The thread took them just now: nothing waited. */
 	if (READ_ONCE(rp->head) != head)
 		waited = 0;
-	if (waited && waited <= rp->ring_entries && step == PEACH2_RP_IDLE) {
-		atomic64_inc(&rp->stats.watch_wakeups);
-		dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more with the serving thread idle (%llu runs since; INT_STATUS %#x, INT_MASK %#x, the driver's mask %#x): waking it\n",
-				     waited, ms, runs - rp->watch_irq_runs,
-				     readl(p2->regs + PEACH2_REG_INT_STATUS),
-				     readl(p2->regs + PEACH2_REG_INT_MASK),
-				     READ_ONCE(p2->int_mask));
-		irq_wake_thread(rp->irq, p2);
-	} else if (waited && waited <= rp->ring_entries &&
-		   busy >= msecs_to_jiffies(PEACH2_RP_WATCH_BUSY_MS)) {
-		atomic64_inc(&rp->stats.watch_reports);
-		dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more; the serving thread has been %s for %u ms\n",
-				     waited, ms, peach2_rp_step_name(step),
-				     jiffies_to_msecs(busy));
+	/* (More than the ring holds: a TAIL no ring has, not ours to judge.) */
+	if (waited && waited <= rp->ring_entries) {
+		if (step == PEACH2_RP_IDLE) {
+			atomic64_inc(&rp->stats.watch_wakeups);
+			dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more with the serving thread idle (%llu runs since; INT_STATUS %#x, INT_MASK %#x, the driver's mask %#x): waking it\n",
+					     waited, ms,
+					     runs - rp->watch_irq_runs,
+					     readl(p2->regs + PEACH2_REG_INT_STATUS),
+					     readl(p2->regs + PEACH2_REG_INT_MASK),
+					     READ_ONCE(p2->int_mask));
+			irq_wake_thread(rp->irq, p2);
+		} else if (busy >= msecs_to_jiffies(PEACH2_RP_WATCH_BUSY_MS)) {
+			atomic64_inc(&rp->stats.watch_reports);
+			dev_warn_ratelimited(&p2->pdev->dev, "read proxy: %u queued request(s) waited %u ms or more; the serving thread has been %s for %u ms\n",
+					     waited, ms,
+					     peach2_rp_step_name(step),
+					     jiffies_to_msecs(busy));
+		}
 	}
 	rp->watch_head = head;
 	rp->watch_tail = tail;
