@@ -154,12 +154,11 @@ int start_several(DmaStarter& s, std::span<const DmaRun> runs, const DmaMode& m,
 
 }  // namespace
 
-std::vector<DmaRun> split_runs(std::span<const peach2_xfer> xfers, bool reg_mode) {
+void split_runs(std::span<const peach2_xfer> xfers, bool reg_mode, std::vector<DmaRun>* runs) {
     const std::size_t per_run = reg_mode ? 1 : PEACH2_DMA_MAX_XFERS;
-    std::vector<DmaRun> runs;
+    runs->clear();
     for (std::size_t i = 0; i < xfers.size(); i += per_run)
-        runs.push_back(DmaRun{xfers.subspan(i, std::min(per_run, xfers.size() - i))});
-    return runs;
+        runs->push_back(DmaRun{xfers.subspan(i, std::min(per_run, xfers.size() - i))});
 }
 
 int start_runs(DmaStarter& s, std::span<const DmaRun> runs, const DmaMode& m, tcaDmaTicket* t) {
@@ -297,11 +296,16 @@ int start(std::span<const tcaDmaXfer> xfers, const tcaDmaOpts* opts, tcaDmaTicke
     if (!ticket)
         m.wait = true;  // nothing to wait with later: wait now
     return guarded([&] {
-        std::vector<peach2_xfer> entries;
+        // Kept by each thread: a start allocates nothing once they have
+        // grown (a program's SIGALRM handler that calls fopen(), as
+        // perftest's does, deadlocks in malloc's lock if it fires in one).
+        thread_local std::vector<peach2_xfer> entries;
+        thread_local std::vector<DmaRun> runs;
+        entries.clear();
         Context* ctx = nullptr;
         if (int rc = plan_locked(xfers, &entries, &ctx))
             return rc;
-        const std::vector<DmaRun> runs = split_runs(entries, m.desc == PEACH2_DMA_REG_MODE);
+        split_runs(entries, m.desc == PEACH2_DMA_REG_MODE, &runs);
         tcaDmaTicket unused{};
         DmaStarter s = ctx->dma().starter();
         return start_runs(s, runs, m, ticket ? ticket : &unused);
@@ -402,7 +406,9 @@ int create(std::span<const tcaDmaXfer> xfers, const DmaMode& m, tcaChain* out) {
         return -EINVAL;  // a chain must do something
     LibChain chain;
     DriverPort& port = ctx->dma().port();
-    for (const DmaRun& r : split_runs(entries, m.desc == PEACH2_DMA_REG_MODE)) {
+    std::vector<DmaRun> runs;
+    split_runs(entries, m.desc == PEACH2_DMA_REG_MODE, &runs);
+    for (const DmaRun& r : runs) {
         peach2_chain_create req{};
         req.xfers = reinterpret_cast<std::uintptr_t>(r.xfers.data());
         req.count = static_cast<__u32>(r.xfers.size());

@@ -244,9 +244,9 @@ struct DmaRun {
     std::uint32_t chain = 0;             // a chain id (then xfers is empty)
 };
 
-// The runs for `xfers` (one entry per run in register mode, else slices of
-// at most PEACH2_DMA_MAX_XFERS). Empty input: no runs.
-std::vector<DmaRun> split_runs(std::span<const peach2_xfer> xfers, bool reg_mode);
+// *runs: the runs for `xfers` (one entry per run in register mode, else
+// slices of at most PEACH2_DMA_MAX_XFERS). Empty input: no runs.
+void split_runs(std::span<const peach2_xfer> xfers, bool reg_mode, std::vector<DmaRun>* runs);
 
 // What starting needs besides the runs: the device, the lock that keeps
 // several-run starts' tickets consecutive, and the round-robin counter that

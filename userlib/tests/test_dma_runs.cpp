@@ -91,26 +91,29 @@ std::vector<peach2_xfer> entries(unsigned n) {
 
 TEST(DmaRuns, SplitIntoRuns) {
     const auto v = entries(5);
-    auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     ASSERT_EQ(1u, runs.size());
     EXPECT_EQ(5u, runs[0].xfers.size());
-    runs = split_runs(v, true);  // register mode: one descriptor per run
+    split_runs(v, true, &runs);  // register mode: one descriptor per run
     ASSERT_EQ(5u, runs.size());
     for (unsigned i = 0; i < 5; ++i)
         EXPECT_EQ(&v[i], runs[i].xfers.data());
     const auto many = entries(PEACH2_DMA_MAX_XFERS * 2 + 3);
-    runs = split_runs(many, false);
+    split_runs(many, false, &runs);
     ASSERT_EQ(3u, runs.size());
     EXPECT_EQ(PEACH2_DMA_MAX_XFERS, runs[1].xfers.size());
     EXPECT_EQ(3u, runs[2].xfers.size());
-    EXPECT_TRUE(split_runs({}, false).empty());
+    split_runs({}, false, &runs);
+    EXPECT_TRUE(runs.empty());
 }
 
 TEST(DmaRuns, OneRunNonBlocking) {
     Fixture f;
     f.drv.auto_done = false;
     const auto v = entries(3);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     m.desc = PEACH2_DMA_HOST_DESC;
     m.channel = 2;
@@ -138,7 +141,8 @@ TEST(DmaRuns, OneRunNonBlocking) {
 TEST(DmaRuns, OneRunBlockingStartsThenWaits) {
     Fixture f;
     const auto v = entries(1);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     m.wait = true;
     m.timeout_ms = 500;
@@ -160,7 +164,8 @@ TEST(DmaRuns, RunEndedInItsStartNeedsNoWait) {
     Fixture f;
     f.drv.reaps = true;
     const auto v = entries(1);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     tcaDmaTicket t{};
     ASSERT_EQ(0, start_runs(f.starter, runs, m, &t));  // non-blocking
@@ -186,7 +191,8 @@ TEST(DmaRuns, RunEndedInItsStartNeedsNoWait) {
     // Several runs keep consecutive tickets: none is collected by its start.
     f.drv.auto_status = 0;
     const auto v3 = entries(3);
-    const auto runs3 = split_runs(v3, true);
+    std::vector<DmaRun> runs3;
+    split_runs(v3, true, &runs3);
     ASSERT_EQ(0, start_runs(f.starter, runs3, m, &t));
     for (std::size_t i = 4; i < f.drv.starts.size(); ++i)
         EXPECT_EQ(0u, f.drv.starts[i].flags & PEACH2_DMA_REAP);
@@ -198,7 +204,8 @@ TEST(DmaRuns, BlockingTimeoutLeavesAValidTicket) {
     Fixture f;
     f.drv.auto_done = false;
     const auto v = entries(1);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     m.wait = true;
     m.timeout_ms = 5;
@@ -214,7 +221,8 @@ TEST(DmaRuns, SignalsDoNotEndTheWait) {
     Fixture f;
     f.drv.eintr_waits = 2;
     const auto v = entries(1);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     m.wait = true;
     tcaDmaTicket t{};
@@ -227,7 +235,8 @@ TEST(DmaRuns, StartErrorsAreMapped) {
     Fixture f;
     f.drv.fail_start = 1;
     const auto v = entries(1);
-    const auto runs = split_runs(v, false);
+    std::vector<DmaRun> runs;
+    split_runs(v, false, &runs);
     DmaMode m;
     tcaDmaTicket t{7, 7, 7};
     EXPECT_EQ(TCA_ENODESC, start_runs(f.starter, runs, m, &t));  // -ENOSPC
@@ -245,7 +254,8 @@ TEST(DmaRuns, SeveralRunsShareOneChannelAndConsecutiveTickets) {
     f.drv.auto_done = false;
     f.drv.last = 40;
     const auto v = entries(4);
-    const auto runs = split_runs(v, true);
+    std::vector<DmaRun> runs;
+    split_runs(v, true, &runs);
     DmaMode m;
     m.desc = PEACH2_DMA_REG_MODE;  // any channel: the library picks one
     tcaDmaTicket t{};
@@ -280,7 +290,8 @@ TEST(DmaRuns, SeveralRunsShareOneChannelAndConsecutiveTickets) {
 TEST(DmaRuns, SeveralRunsFixedChannelAndBlocking) {
     Fixture f;
     const auto v = entries(3);
-    const auto runs = split_runs(v, true);
+    std::vector<DmaRun> runs;
+    split_runs(v, true, &runs);
     DmaMode m;
     m.desc = PEACH2_DMA_REG_MODE;
     m.channel = 1;
@@ -300,7 +311,8 @@ TEST(DmaRuns, FailureHalfWayWaitsForTheStartedRuns) {
     f.drv.fail_start = 3;
     f.drv.fail_rc = -EAGAIN;
     const auto v = entries(5);
-    const auto runs = split_runs(v, true);
+    std::vector<DmaRun> runs;
+    split_runs(v, true, &runs);
     DmaMode m;
     m.desc = PEACH2_DMA_REG_MODE;
     tcaDmaTicket t{};

@@ -12,7 +12,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -302,9 +301,19 @@ private:
     // processes of one node, so everything goes by PIO (through the card's
     // loopback, filtered like any remote write).
     bool loopback_ = false;
-    // start_write's pieces of the remote range (a member: no allocation per Write).
+    // Working lists of the posting paths, members so that a post allocates
+    // nothing once they have grown: calls are dear under TCG, and perftest's
+    // SIGALRM handler calls fopen(), so an allocation under way when it
+    // fires deadlocks the program in malloc's lock (seen: ib_write_bw -D).
+    // start_write's pieces of the remote range and its DMA list:
     std::vector<RemoteRange::Piece> write_pieces_;
-    // start_read's handles of the remote range (the same reason).
+    std::vector<tcaDmaXfer> write_xfers_;
+    // emit_hb's DMA list and the pieces of its records and of the pair:
+    std::vector<tcaDmaXfer> hb_xfers_;
+    std::vector<RemoteRange::Piece> hb_pieces_, hb_ctrl_;
+    // The pieces of one remote range for emit_ll, start_read and atomics:
+    std::vector<RemoteRange::Piece> op_pieces_;
+    // start_read's handles of the remote range:
     std::vector<const tcaHandle*> read_handles_;
     // Remote MRs this QP used, by rkey (on the peer's node), with their
     // leases. The renewer keeps a lease going while its MR is in use (used
@@ -332,7 +341,7 @@ private:
     Fifo<SendOp> sq_;
     std::uint32_t rd_inflight_ = 0;
     // DMA runs of this QP, all on one channel, so they end in order.
-    std::deque<tcaDmaTicket> dma_;
+    Fifo<tcaDmaTicket> dma_;
     std::uint64_t dma_started_ = 0, dma_ended_ = 0;
     std::uint32_t dma_channel_ = 0;
     std::uint32_t dma_status_ = 0;  // a run that failed: its card code

@@ -342,7 +342,7 @@ bool Qp::emit_ll(const wire::Header& hdr, const SendOp* op, std::uint64_t from, 
             return false;
         }
     } else {
-        std::vector<RemoteRange::Piece> pieces;
+        std::vector<RemoteRange::Piece>& pieces = op_pieces_;
         if (peer_.pieces(off, wire::kLlSlot, &pieces) || pieces.size() != 1)
             return false;
         const RemoteRange::Piece& p = pieces[0];
@@ -465,10 +465,12 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
 
     // One DMA list: `pre`, the records from the mirror, the pair as its
     // completion word.
-    std::vector<tcaDmaXfer> xfers;
+    std::vector<tcaDmaXfer>& xfers = hb_xfers_;
     if (pre)
-        xfers = *pre;
-    std::vector<RemoteRange::Piece> pieces;
+        xfers = *pre;  // into the capacity it has
+    else
+        xfers.clear();
+    std::vector<RemoteRange::Piece>& pieces = hb_pieces_;
     auto add = [&](std::uint64_t off, std::uint64_t n) {
         if (peer_.pieces(off, n, &pieces))
             return false;
@@ -482,7 +484,7 @@ Qp::Emit Qp::emit_hb(const wire::Header& hdr, const SendOp* op, std::uint64_t fr
         }
         return true;
     };
-    std::vector<RemoteRange::Piece> ctrl;
+    std::vector<RemoteRange::Piece>& ctrl = hb_ctrl_;
     if ((at.wrap && !add(hb_base + at.wrap_at, wire::kHbHeader)) ||
         !add(hb_base + at.offset, wire::kHbHeader + payload) ||
         peer_.pieces(wire::kHbPairOff, 8, &ctrl))
@@ -686,7 +688,8 @@ Qp::Start Qp::start_write(SendOp& op, std::uint64_t now) {
 
     // DMA of the aligned body [head, total - tail); unaligned edges by PIO
     // (the queue is idle, so they cannot pass earlier DMA).
-    std::vector<tcaDmaXfer> xfers;
+    std::vector<tcaDmaXfer>& xfers = write_xfers_;
+    xfers.clear();
     const std::uint64_t body = op.total - head - tail;
     bool direct = op.inline_data.empty();
     if (direct) {
@@ -819,7 +822,7 @@ Qp::Start Qp::start_read(SendOp& op, std::uint64_t now) {
         return Start::Failed;
     }
     // Zero-copy when the single destination meets the card's rules.
-    std::vector<RemoteRange::Piece> pieces;
+    std::vector<RemoteRange::Piece>& pieces = op_pieces_;
     bool direct = op.nsge == 1 && op.total % 4 == 0;
     if (direct) {
         if (int rc = mr->pieces(off, op.total, &pieces)) {
@@ -886,7 +889,7 @@ Qp::Start Qp::start_atomic(SendOp& op, std::uint64_t now) {
         op.status = st;
         return Start::Failed;
     }
-    std::vector<RemoteRange::Piece> pieces;
+    std::vector<RemoteRange::Piece>& pieces = op_pieces_;
     if (int rc = mr->pieces(off, 8, &pieces); rc || pieces.size() != 1) {
         op.status = IBV_WC_REM_INV_REQ_ERR;
         return Start::Failed;
