@@ -13,7 +13,9 @@
  * can stand beside the mean: one descheduled round trip in a run of a few hundred moves
  * the mean of an emulated cluster by more than the transport does, and perftest's
  * "typical" latency, which MPI is compared with, is a median.
- * With -b, a stream of WINDOW non-blocking sends per size is timed too (bandwidth).
+ * With -b, a stream of messages per size is timed too (bandwidth): STREAM of them (default:
+ * as many as the timed round trips), WINDOW non-blocking sends at a time, as OSU's osu_bw
+ * does; a stream of a few messages measures mostly its start and its drain.
  *
  * Output (rank 0): a table "bytes iters lat_us med_us MB/s [stream_MB/s]" (lat_us = half
  * the mean round trip, med_us = half the median one; MB/s = bytes / lat_us), then a line
@@ -38,6 +40,7 @@ struct options {
 	size_t min, max, budget;
 	int iters, warmup, window;
 	int timing, stream;
+	int stream_count;         /* -S: messages per stream; 0: the timed round trips' count */
 };
 
 struct pair {
@@ -51,12 +54,14 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s [-m MIN] [-M MAX] [-i ITERS] [-B BUDGET] [-w WARMUP] [-n] [-b] [-W WINDOW]\n"
+		"       [-S STREAM]\n"
 		"  -m, -M   smallest and largest message (default 1 and 4M; powers of two)\n"
 		"  -i       timed round trips per size (default 100)\n"
 		"  -B       at most this many bytes per size and direction when timing (default 16M)\n"
 		"  -w       untimed round trips before timing (default: a tenth of ITERS, at least 2)\n"
 		"  -n       check only, no timing\n"
-		"  -b       also time a stream of WINDOW non-blocking sends per size (default 16)\n",
+		"  -b       also time a stream per size, WINDOW non-blocking sends at a time (default 16)\n"
+		"  -S       messages in each stream (default: the timed round trips of the size)\n",
 		prog);
 	MPI_Abort(MPI_COMM_WORLD, 2); /* not exit(): see mpit_parse_size */
 	exit(2);
@@ -209,7 +214,7 @@ int main(int argc, char **argv)
 	size_t s, bufsize, last = 0;
 
 	mpit_init(&argc, &argv, &rank, &size);
-	while ((c = getopt(argc, argv, "m:M:i:B:w:nbW:h")) != -1) {
+	while ((c = getopt(argc, argv, "m:M:i:B:w:nbW:S:h")) != -1) {
 		switch (c) {
 		case 'm': o.min = mpit_parse_size(optarg, "-m"); break;
 		case 'M': o.max = mpit_parse_size(optarg, "-M"); break;
@@ -219,11 +224,12 @@ int main(int argc, char **argv)
 		case 'n': o.timing = 0; break;
 		case 'b': o.stream = 1; break;
 		case 'W': o.window = atoi(optarg); break;
+		case 'S': o.stream_count = atoi(optarg); break;
 		default: usage(argv[0]);
 		}
 	}
 	if (optind != argc || o.min < 1 || o.min > o.max || o.max > (1u << 30) || o.iters < 1 ||
-	    o.warmup < -1 || o.window < 1 || o.window > 64)
+	    o.warmup < -1 || o.window < 1 || o.window > 64 || o.stream_count < 0)
 		usage(argv[0]);
 	if (size < 2)
 		mpit_fail("needs at least 2 ranks (got %d)", size);
@@ -297,7 +303,7 @@ int main(int argc, char **argv)
 				iters = 2;
 			lat = time_size(&p, &o, s, iters, rtt);
 			if (o.stream)
-				bw = stream_size(&p, &o, s, iters);
+				bw = stream_size(&p, &o, s, o.stream_count ? o.stream_count : iters);
 			if (rank == 0) {
 				printf("%10zu %6d %10.2f %10.2f %10.2f", s, iters, lat.mean_us,
 				       lat.median_us, s / lat.mean_us);
