@@ -71,6 +71,8 @@ MODULE_PARM_DESC(dma_timeout_ms,
 #define PEACH2_DMA_MAX_CHAINS	4096u
 static_assert(sizeof(struct peach2_desc_le) == PEACH2_DESC_SIZE);
 static_assert(sizeof(struct peach2_desc) == PEACH2_DESC_SIZE);
+/* A descriptor per transfer always fits a run (peach2_prog_build). */
+static_assert(PEACH2_DMA_MAX_XFERS <= PEACH2_DMA_MAX_CHAIN);
 
 enum peach2_prog_mode {
 	PEACH2_PROG_CARD,		/* on-card descriptor RAM */
@@ -232,39 +234,66 @@ static void peach2_prog_free(struct peach2_prog *prog)
 }
 
 /*
- * The buffer @handle names, for a transfer being checked: the one the last
- * transfer on this side used (*@last) when it has the same handle, else
- * looked up, its reference kept in @prog->bufs. A fragmented buffer is a
- * transfer per physically contiguous piece; one lookup and one reference
- * serve them all. NULL: this file has no such buffer.
+ * One side (source or destination) of the transfers being built: the
+ * buffer the last transfer on it used and the chunk of that buffer its
+ * last piece came from. The transfers of a fragmented buffer are a
+ * transfer per physically contiguous piece, in order: one lookup and one
+ * reference serve them all, and each piece's chunk is the last one or the
+ * next (found without a search).
+ */
+struct peach2_side {
+	struct peach2_buf *buf;
+	u32 chunk;
+};
+
+/*
+ * The buffer @handle names, for a transfer being checked: @side's when it
+ * has the same handle, else looked up, its reference kept in @prog->bufs.
+ * NULL: this file has no such buffer.
  */
 static struct peach2_buf *peach2_prog_lookup(struct peach2_prog *prog,
 					     u32 handle,
-					     struct peach2_buf **last)
+					     struct peach2_side *side)
 {
-	struct peach2_buf *buf = *last;
+	struct peach2_buf *buf = side->buf;
 
 	if (buf && buf->handle == handle)
 		return buf;
 	buf = peach2_buf_lookup(prog->ctx, handle);
 	if (buf) {
 		prog->bufs[prog->nr_bufs++] = buf;
-		*last = buf;
+		side->buf = buf;
+		side->chunk = 0;
 	}
 	return buf;
 }
 
+/* The chunk of @side's buffer that holds byte @off (inside the buffer). */
+static const struct peach2_mem *peach2_side_chunk(struct peach2_side *side,
+						  u64 off)
+{
+	const struct peach2_buf *buf = side->buf;
+	const struct peach2_mem *mem = &buf->chunks[side->chunk];
+	u32 i;
+
+	for (i = 0; i < 2 && side->chunk + i < buf->nr_chunks; i++, mem++)
+		if (off >= mem->offset && off - mem->offset < mem->len)
+			goto found;
+	mem = peach2_buf_chunk(buf, off);
+found:
+	side->chunk = mem - buf->chunks;
+	return mem;
+}
+
 /*
- * Check one transfer of @prog and find its buffers (@last: the last ones
- * looked up, source and destination; *dstp is NULL for a remote
- * destination, *srcp NULL for an immediate). Returns PEACH2_DMA_RULE_OK or
- * the rule it breaks (peach2_dma_rules.h).
+ * Check one transfer of @prog and find its buffers (@side: source and
+ * destination; a side's buffer is left alone for an immediate source or a
+ * remote destination). Returns PEACH2_DMA_RULE_OK or the rule it breaks
+ * (peach2_dma_rules.h).
  */
 static enum peach2_dma_rule peach2_xfer_check(struct peach2_prog *prog,
 					      const struct peach2_xfer *x,
-					      struct peach2_buf *last[2],
-					      struct peach2_buf **srcp,
-					      struct peach2_buf **dstp)
+					      struct peach2_side side[2])
 {
 	struct peach2_dev *p2 = prog->ctx->p2;
 	bool imm = x->flags & PEACH2_XFER_IMM;
@@ -279,12 +308,12 @@ static enum peach2_dma_rule peach2_xfer_check(struct peach2_prog *prog,
 		return rule;
 
 	if (!imm) {
-		src = peach2_prog_lookup(prog, x->src_handle, &last[0]);
+		src = peach2_prog_lookup(prog, x->src_handle, &side[0]);
 		if (!src)
 			return PEACH2_DMA_RULE_NO_BUFFER;
 	}
 	if (x->dst_handle) {
-		dst = peach2_prog_lookup(prog, x->dst_handle, &last[1]);
+		dst = peach2_prog_lookup(prog, x->dst_handle, &side[1]);
 		if (!dst)
 			return PEACH2_DMA_RULE_NO_BUFFER;
 	}
@@ -308,9 +337,6 @@ static enum peach2_dma_rule peach2_xfer_check(struct peach2_prog *prog,
 	    ((src && !peach2_one_chunk(src, x->src_offset, sspan)) ||
 	     (dst && !peach2_one_chunk(dst, x->dst, dspan))))
 		return PEACH2_DMA_RULE_CHUNK;
-
-	*srcp = src;
-	*dstp = dst;
 	return PEACH2_DMA_RULE_OK;
 }
 
@@ -328,60 +354,60 @@ static u32 peach2_xfer_desc_flags(u32 xflags)
 }
 
 /*
- * The descriptors of one checked transfer, into @out (NULL: only count
- * them). Stops counting past @room. Each piece is contiguous on both sides
- * and in one chunk of each local buffer; pieces keep the transfer's order.
+ * The descriptors of one checked transfer, into @out, at most @room of
+ * them: returns their number, or @room + 1 when they do not fit (@out is
+ * then partly written). @src is NULL for an immediate, @dst for a remote
+ * destination. Each piece is contiguous on both sides and in one chunk of
+ * each local buffer; pieces keep the transfer's order.
  */
 static u32 peach2_xfer_split(const struct peach2_xfer *x,
-			     const struct peach2_buf *src,
-			     const struct peach2_buf *dst,
+			     struct peach2_side *src, struct peach2_side *dst,
 			     struct peach2_desc *out, u32 room)
 {
-	const struct peach2_mem *smem, *dmem = NULL;
+	const struct peach2_mem *smem, *dmem;
 	u64 soff = x->src_offset, doff = x->dst, left = x->len, piece;
 	u64 saddr, daddr;
 	u32 n = 0;
 
 	if (x->flags & PEACH2_XFER_IMM || x->burst) {
-		if (out) {
-			memset(out, 0, sizeof(*out));
-			out->src = x->imm;
-			if (src) {
-				smem = peach2_buf_chunk(src, soff);
-				out->src = smem->dma + (soff - smem->offset);
-			}
-			out->dst = doff;
-			if (dst) {
-				dmem = peach2_buf_chunk(dst, doff);
-				out->dst = peach2_buf_global_addr(dst, dmem) +
-					   (doff - dmem->offset);
-			}
-			out->len = x->len;
-			out->burst = x->burst;
-			out->gap = x->gap;
-			out->flags = peach2_xfer_desc_flags(x->flags);
+		if (!room)
+			return 1;
+		memset(out, 0, sizeof(*out));
+		out->src = x->imm;
+		if (src) {
+			smem = peach2_buf_chunk(src->buf, soff);
+			out->src = smem->dma + (soff - smem->offset);
 		}
+		out->dst = doff;
+		if (dst) {
+			dmem = peach2_buf_chunk(dst->buf, doff);
+			out->dst = peach2_buf_global_addr(dst->buf, dmem) +
+				   (doff - dmem->offset);
+		}
+		out->len = x->len;
+		out->burst = x->burst;
+		out->gap = x->gap;
+		out->flags = peach2_xfer_desc_flags(x->flags);
 		return 1;
 	}
 
-	while (left && n <= room) {
-		smem = peach2_buf_chunk(src, soff);
+	for (; left; n++) {
+		if (n == room)
+			return room + 1;
+		smem = peach2_side_chunk(src, soff);
 		piece = min(left, smem->offset + smem->len - soff);
+		saddr = smem->dma + (soff - smem->offset);
+		daddr = doff;
 		if (dst) {
-			dmem = peach2_buf_chunk(dst, doff);
+			dmem = peach2_side_chunk(dst, doff);
 			piece = min(piece, dmem->offset + dmem->len - doff);
+			daddr = peach2_buf_global_addr(dst->buf, dmem) +
+				(doff - dmem->offset);
 		}
 		piece = min_t(u64, piece, PEACH2_DMA_MAX_LEN);
-		if (out && n < room) {
-			saddr = smem->dma + (soff - smem->offset);
-			daddr = dst ? peach2_buf_global_addr(dst, dmem) +
-				      (doff - dmem->offset) : doff;
-			memset(&out[n], 0, sizeof(out[n]));
-			out[n].src = saddr;
-			out[n].dst = daddr;
-			out[n].len = piece;
-		}
-		n++;
+		out[n] = (struct peach2_desc){
+			.src = saddr, .dst = daddr, .len = piece,
+		};
 		soff += piece;
 		doff += piece;
 		left -= piece;
@@ -390,29 +416,67 @@ static u32 peach2_xfer_split(const struct peach2_xfer *x,
 }
 
 /*
- * Pass 1 of a build: check every transfer, take references on the buffers,
- * count descriptors. On a refusal, @why names the transfer and the rule.
+ * Room for more descriptors in @prog->descs, @used of *@cap taken: twice
+ * as many, up to a run's limit (-E2BIG past it).
  */
-static int peach2_prog_check(struct peach2_prog *prog,
-			     const struct peach2_xfer *xfers, u32 count,
-			     struct peach2_xfer_refusal *why, u32 *total)
+static int peach2_prog_grow(struct peach2_prog *prog, u32 used, u32 *cap)
+{
+	u32 want = min(2 * *cap, PEACH2_DMA_MAX_CHAIN);
+	struct peach2_desc *descs;
+
+	if (want <= *cap)
+		return -E2BIG;
+	descs = kvmalloc_array(want, sizeof(*descs), GFP_KERNEL);
+	if (!descs)
+		return -ENOMEM;
+	memcpy(descs, prog->descs, used * sizeof(*descs));
+	peach2_prog_array_free(prog->descs, prog->small_descs);
+	prog->descs = descs;
+	*cap = want;
+	return 0;
+}
+
+/*
+ * Check every transfer, take references on the buffers and write the
+ * descriptors into @prog->descs (room for @cap), in one pass. On a
+ * refusal, @why names the transfer and the rule.
+ */
+static int peach2_prog_fill(struct peach2_prog *prog,
+			    const struct peach2_xfer *xfers, u32 count,
+			    u32 cap, struct peach2_xfer_refusal *why,
+			    u32 *total)
 {
 	struct device *dev = &prog->ctx->p2->pdev->dev;
 	enum peach2_dma_rule rule = PEACH2_DMA_RULE_OK;
-	struct peach2_buf *src, *dst, *last[2] = { NULL, NULL };
+	struct peach2_side side[2] = { };
+	struct peach2_side *src, *dst;
 	u32 i, n, first_extra = 0;
+	int ret;
 
 	*total = 0;
 	for (i = 0; i < count; i++) {
-		rule = peach2_xfer_check(prog, &xfers[i], last, &src, &dst);
+		const struct peach2_xfer *x = &xfers[i];
+
+		rule = peach2_xfer_check(prog, x, side);
 		if (rule)
 			break;
-		n = peach2_xfer_split(&xfers[i], src, dst, NULL,
-				      PEACH2_DMA_MAX_CHAIN - *total);
-		if (n > PEACH2_DMA_MAX_CHAIN - *total) {
-			rule = PEACH2_DMA_RULE_TOO_MANY;
-			break;
+		src = x->flags & PEACH2_XFER_IMM ? NULL : &side[0];
+		dst = x->dst_handle ? &side[1] : NULL;
+		for (;;) {
+			n = peach2_xfer_split(x, src, dst, prog->descs + *total,
+					      cap - *total);
+			if (n <= cap - *total)
+				break;
+			ret = peach2_prog_grow(prog, *total, &cap);
+			if (ret == -ENOMEM)
+				return ret;
+			if (ret) {
+				rule = PEACH2_DMA_RULE_TOO_MANY;
+				break;
+			}
 		}
+		if (rule)
+			break;
 		if (*total <= 1 && *total + n > 1)
 			first_extra = i;
 		*total += n;
@@ -430,41 +494,6 @@ static int peach2_prog_check(struct peach2_prog *prog,
 }
 
 /*
- * The buffer pass 1 found for @handle: *@last again for the same handle,
- * else the next one it looked up (@b counts them), as peach2_prog_lookup()
- * decided.
- */
-static struct peach2_buf *peach2_prog_found(struct peach2_prog *prog,
-					    u32 handle,
-					    struct peach2_buf **last, u32 *b)
-{
-	if (!*last || (*last)->handle != handle)
-		*last = prog->bufs[(*b)++];
-	return *last;
-}
-
-/* Pass 2: the descriptors of the checked transfers, in order. */
-static void peach2_prog_fill(struct peach2_prog *prog,
-			     const struct peach2_xfer *xfers, u32 count)
-{
-	struct peach2_buf *src, *dst, *last[2] = { NULL, NULL };
-	u32 i, b, pos;
-
-	for (i = 0, b = 0, pos = 0; i < count; i++) {
-		const struct peach2_xfer *x = &xfers[i];
-
-		src = x->flags & PEACH2_XFER_IMM ? NULL :
-		      peach2_prog_found(prog, x->src_handle, &last[0], &b);
-		dst = x->dst_handle ?
-		      peach2_prog_found(prog, x->dst_handle, &last[1], &b) :
-		      NULL;
-		pos += peach2_xfer_split(x, src, dst, prog->descs + pos,
-					 prog->nr_desc - pos);
-	}
-	WARN_ON(pos != prog->nr_desc || b != prog->nr_bufs);
-}
-
-/*
  * Check @count transfers and build their descriptors (not yet placed
  * anywhere). Takes a reference on every buffer they touch.
  */
@@ -474,7 +503,7 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 					     struct peach2_xfer_refusal *why)
 {
 	struct peach2_prog *prog;
-	u32 total;
+	u32 total, cap;
 	int ret;
 
 	prog = kzalloc(sizeof(*prog), GFP_KERNEL);
@@ -491,11 +520,16 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 	prog->bufs = peach2_prog_array(prog->small_bufs,
 				       ARRAY_SIZE(prog->small_bufs), 2 * count,
 				       sizeof(*prog->bufs));
-	if (!prog->bufs) {
+	/* A descriptor per transfer, as a list cut at its pieces has. */
+	cap = max_t(u32, count, PEACH2_PROG_SMALL);
+	prog->descs = peach2_prog_array(prog->small_descs,
+					ARRAY_SIZE(prog->small_descs), cap,
+					sizeof(*prog->descs));
+	if (!prog->bufs || !prog->descs) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = peach2_prog_check(prog, xfers, count, why, &total);
+	ret = peach2_prog_fill(prog, xfers, count, cap, why, &total);
 	if (ret)
 		goto err;
 
@@ -505,15 +539,6 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 		goto err;
 	}
 	prog->nr_desc = total;
-
-	prog->descs = peach2_prog_array(prog->small_descs,
-					ARRAY_SIZE(prog->small_descs), total,
-					sizeof(*prog->descs));
-	if (!prog->descs) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	peach2_prog_fill(prog, xfers, count);
 	return prog;
 
 err:
