@@ -500,7 +500,7 @@ enum peach2_port {
 	X(BAD_COMMAND,     13, "bad command") /* malformed command to the card */ \
 	X(DMA_ALIGN,       14, "DMA alignment restriction") /* alignment, low 4 bits, length */ \
 	X(DMA_ZERO_LEN,    15, "DMA descriptor of length 0") \
-	X(DMA_LOOP,        16, "DMA descriptor loop") /* a chain revisits a descriptor */ \
+	X(DMA_LOOP,        16, "DMA descriptor loop") /* a chain reads a descriptor (or part) again */ \
 	X(DMA_CHAIN_LONG,  17, "DMA chain too long") /* > PEACH2_DMA_MAX_CHAIN descriptors */ \
 	X(DMA_BAD_INDEX,   18, "DMA descriptor index out of range") /* >= PEACH2_DESC_MAX */ \
 	X(DMA_BAD_DESC,    19, "malformed DMA descriptor") /* flags, block/IMM fields, too long */ \

@@ -211,6 +211,30 @@ void DmaEngine::start(unsigned ch, bool reg_mode) {
     card_.schedule_service();
 }
 
+void HostDescsRead::clear() {
+    read_.clear();
+}
+
+bool HostDescsRead::read(uint64_t addr) {
+    const uint64_t end = addr + PEACH2_DESC_SIZE;
+    if (const auto last = read_.find(last_); last != read_.end() && last->second == addr) {
+        // The next descriptor of an array: grows the last interval unless
+        // the following one starts inside it.
+        const auto next = std::next(last);
+        if (next != read_.end() && next->first < end)
+            return false;
+        last->second = end;
+        return true;
+    }
+    // Only the last interval starting before `end` can overlap: they are disjoint.
+    const auto after = read_.lower_bound(end);
+    if (after != read_.begin() && std::prev(after)->second > addr)
+        return false;
+    read_.emplace_hint(after, addr, end);
+    last_ = addr;
+    return true;
+}
+
 peach2_err DmaEngine::fetch(DmaChannel& c) {
     if (++c.fetched > PEACH2_DMA_MAX_CHAIN)
         return PEACH2_ERR_DMA_CHAIN_LONG;
@@ -219,7 +243,7 @@ peach2_err DmaEngine::fetch(DmaChannel& c) {
         const uint64_t addr = c.cur_loc & ~PEACH2_DMA_HEAD_HOST;
         if (addr % 16)
             return PEACH2_ERR_DMA_ALIGN;
-        if (!c.visited_host.insert(addr).second)
+        if (!c.visited_host.read(addr))
             return PEACH2_ERR_DMA_LOOP;
         if (!card_.host_read(addr, raw, sizeof(raw)))
             return PEACH2_ERR_DMA_READ;
@@ -275,7 +299,6 @@ bool DmaEngine::step_imm(unsigned ch) {
 bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
     DmaChannel& c = chans_[ch];
     const peach2_desc& d = c.cur;
-    std::vector<uint8_t> buf;
     bool runs = true;
     while (c.progress < d.len) {
         if (budget == 0)
@@ -316,12 +339,15 @@ bool DmaEngine::step_data(unsigned ch, uint64_t& budget) {
             piece = direct ? run : piece;
         }
         if (!direct && !card_.copy_direct(dst, src, piece, 1)) {
-            buf.resize(piece);
-            if (!card_.host_read(src, buf.data(), piece)) {
+            // A packet's bytes: at most a page (kept, not allocated per packet).
+            if (packet_.size() < piece)
+                packet_.resize(kPage);
+            if (!card_.host_read(src, packet_.data(), piece)) {
                 finish(ch, PEACH2_ERR_DMA_READ);
                 return false;
             }
-            if (const peach2_err e = card_.route_write(dst, buf, made_by(ch, c));
+            if (const peach2_err e =
+                    card_.route_write(dst, {packet_.data(), piece}, made_by(ch, c));
                 e != PEACH2_ERR_NONE) {
                 finish(ch, e);
                 return false;

@@ -13,7 +13,7 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_set>
+#include <map>
 #include <vector>
 
 #include "peach2/peach2_hw.h"
@@ -21,6 +21,22 @@
 namespace peach2 {
 
 class Card;
+
+// The host memory a run's chain has read descriptors from, to find loops:
+// a chain that reads a descriptor byte it read before loops. Kept as
+// intervals of bytes read, disjoint, so that a chain the driver lays out
+// as one array read in order is one interval and costs no allocation per
+// descriptor; each jump elsewhere starts another.
+class HostDescsRead {
+public:
+    void clear();
+    // Record [addr, addr + PEACH2_DESC_SIZE); false if any of it was read before.
+    bool read(uint64_t addr);
+
+private:
+    std::map<uint64_t, uint64_t> read_;  // start -> end
+    uint64_t last_ = 0;                   // start of the last descriptor's interval
+};
 
 // One DMA channel: its registers and, while busy, where it is in its work.
 struct DmaChannel {
@@ -43,7 +59,7 @@ struct DmaChannel {
     uint32_t fetched = 0;   // descriptors fetched in this run
     uint64_t run = 0;       // the run's number on this card (trace records)
     std::vector<bool> visited_card;
-    std::unordered_set<uint64_t> visited_host;
+    HostDescsRead visited_host;
     bool busy() const { return status & PEACH2_DMA_ST_BUSY; }
 };
 
@@ -78,6 +94,7 @@ private:
     std::array<DmaChannel, PEACH2_DMA_ENGINES> chans_{};
     uint32_t fault_proxy_stall_ = 0;  // PEACH2_REG_FAULT_PROXY_STALL
     uint64_t runs_ = 0;  // runs started; kept over a reset, so trace run numbers never repeat
+    std::vector<uint8_t> packet_;  // a routed packet's bytes, read from host memory
 };
 
 }  // namespace peach2

@@ -321,6 +321,44 @@ TEST_F(DmaTest, LoopsAreDetectedOnCardAndInHostMemory) {
     EXPECT_EQ(dma.code(), static_cast<uint32_t>(PEACH2_ERR_DMA_LOOP));
 }
 
+TEST_F(DmaTest, HostLoopsAreFoundAcrossArraysAndOverlaps) {
+    // Two arrays read in turns: 0x30000 -> 0x40000 -> 0x30020 -> 0x40020 ->
+    // then `last_next`. Each descriptor is read once, so it runs, until a
+    // descriptor byte is read again.
+    const auto chain = [&](uint32_t last_next) {
+        constexpr uint32_t kH = PEACH2_DESC_NEXT_HOST;
+        host_desc(0x30000, {0x1000, 0x170000, 4, 0, 0, 0x40000, kH});
+        host_desc(0x40000, {0x1000, 0x170000, 4, 0, 0, 0x30020, kH});
+        host_desc(0x30020, {0x1000, 0x170000, 4, 0, 0, 0x40020, kH});
+        host_desc(0x40020, {0x1000, 0x170000, 4, 0, 0, last_next, kH});
+        host_desc(0x50000, {0x1000, 0x170000, 4, 0, 0, 0, PEACH2_DESC_LAST});
+        dma.chain(kHost | 0x30000);
+        dma.run();
+        const uint32_t code = dma.code(), done = dma.r(PEACH2_DMA_DONE_DESCS);
+        dma.w(PEACH2_DMA_STATUS, dma.status() & (PEACH2_DMA_ST_DONE | PEACH2_DMA_ST_ERROR));
+        return std::pair{code, done};
+    };
+    const auto ok = std::pair{uint32_t{PEACH2_ERR_NONE}, 5u};
+    const auto loop = std::pair{uint32_t{PEACH2_ERR_DMA_LOOP}, 4u};
+    EXPECT_EQ(chain(0x50000), ok);
+    EXPECT_EQ(chain(0x30000), loop);  // the first array's start
+    EXPECT_EQ(chain(0x30020), loop);  // the previous descriptor but one
+    EXPECT_EQ(chain(0x40000), loop);  // the second array's start
+    EXPECT_EQ(chain(0x40020), loop);  // itself
+    EXPECT_EQ(chain(0x30010), loop);  // half of one read before
+    EXPECT_EQ(chain(0x2fff0), loop);  // the half before the first
+    host_desc(0x30040, {0x1000, 0x170000, 4, 0, 0, 0x50000, PEACH2_DESC_NEXT_HOST});
+    EXPECT_EQ(chain(0x30040), std::pair(uint32_t{PEACH2_ERR_NONE}, 6u));  // not read yet
+    // An array read from its second descriptor, then its first, then the
+    // second again: in order, into what was read before.
+    host_desc(0x60020, {0x1000, 0x170000, 4, 0, 0, 0x60000, PEACH2_DESC_NEXT_HOST});
+    host_desc(0x60000, {0x1000, 0x170000, 4, 0, 0, 0x60020, PEACH2_DESC_NEXT_HOST});
+    dma.chain(kHost | 0x60020);
+    dma.run();
+    EXPECT_EQ(dma.code(), static_cast<uint32_t>(PEACH2_ERR_DMA_LOOP));
+    EXPECT_EQ(dma.r(PEACH2_DMA_DONE_DESCS), 2u);
+}
+
 TEST_F(DmaTest, IndexOutOfCardMemoryAndBadHostDescriptors) {
     dma.chain(PEACH2_DESC_MAX);
     dma.run();
