@@ -258,11 +258,12 @@ int resolve(const Context& c, const tcaDmaXfer& x, DmaRequest* r) {
 
 int plan_xfers(const Context& c, std::span<const tcaDmaXfer> xfers, std::vector<peach2_xfer>* out) {
     const std::size_t before = out->size();
+    PlanMemo memo;
     for (const tcaDmaXfer& x : xfers) {
         DmaRequest r;
         int rc = resolve(c, x, &r);
         if (rc == 0)
-            rc = plan_request(r, out);
+            rc = plan_request(r, out, &memo);
         if (rc) {
             out->resize(before);
             return rc;

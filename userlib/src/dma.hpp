@@ -176,9 +176,40 @@ private:
     std::uint64_t in_ = 0;  // bytes into pieces_[i_]
 };
 
+// What planning a list of requests learns about one side's pieces, kept
+// from one request to the next: their total and where the last request on
+// them ended. A list often goes along one buffer (an RDMA Write is a
+// request per piece of its destination, all from one source): each request
+// found from the first piece again made such a list quadratic in the pieces.
+class SideMemo {
+public:
+    // The bytes of `pieces` in all.
+    std::uint64_t total(std::span<const tcaChunk> pieces) noexcept;
+    // A walk at `offset` of `pieces`: from the last request's end when it
+    // goes on from there or later, else from the first piece.
+    PieceWalk walk(std::span<const tcaChunk> pieces, std::uint64_t offset) const noexcept;
+    // A request on `pieces` ended at `offset`, where `at` stands.
+    void ended(std::span<const tcaChunk> pieces, std::uint64_t offset, const PieceWalk& at) noexcept;
+
+private:
+    bool same(std::span<const tcaChunk> pieces) const noexcept {
+        return pieces.data() == pieces_.data() && pieces.size() == pieces_.size();
+    }
+    std::span<const tcaChunk> pieces_;
+    std::uint64_t total_ = 0;
+    bool walked_ = false;  // end_ and at_ are known
+    std::uint64_t end_ = 0;
+    PieceWalk at_{{}, 0};
+};
+
+struct PlanMemo {
+    SideMemo src, dst;
+};
+
 // Appends the entries of `r` to *out (nothing on error). Errors: TCA_ERANGE
-// (a side leaves its memory), TCA_EALIGN, TCA_ESTRIDE, -EINVAL.
-int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out);
+// (a side leaves its memory), TCA_EALIGN, TCA_ESTRIDE, -EINVAL. `memo`
+// (the same for every request of a list, or null) only saves work.
+int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out, PlanMemo* memo = nullptr);
 
 // ---- tcaPutAuto's choice (dma_plan.cpp) ----------------------------------------
 

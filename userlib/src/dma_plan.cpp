@@ -87,8 +87,8 @@ std::uint64_t total_of(std::span<const tcaChunk> pieces) noexcept {
 }
 
 // [offset, offset + span) inside the side's memory?
-bool side_fits(const DmaSide& s, std::uint64_t span) noexcept {
-    return range_fits(s.offset, span, total_of(s.pieces));
+bool side_fits(const DmaSide& s, std::uint64_t span, SideMemo* memo) noexcept {
+    return range_fits(s.offset, span, memo ? memo->total(s.pieces) : total_of(s.pieces));
 }
 
 // The driver's name for byte `pos` of a side: a buffer offset for local
@@ -101,7 +101,7 @@ int plan_notify(const DmaRequest& r, std::vector<peach2_xfer>* out) {
     const DmaSide& n = r.notify_at;
     if (r.notify_len != 4 && r.notify_len != 8)
         return -EINVAL;
-    if (!side_fits(n, r.notify_len))
+    if (!side_fits(n, r.notify_len, nullptr))
         return TCA_ERANGE;
     std::uint64_t addr = 0, room = 0;
     piece_at(n.pieces, n.offset, &addr, &room);
@@ -142,8 +142,11 @@ int plan_strided(const DmaRequest& r, std::uint64_t sspan, std::uint64_t dspan,
     return 0;
 }
 
-int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
-    PieceWalk src(r.src.pieces, r.src.offset), dst(r.dst.pieces, r.dst.offset);
+int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out, PlanMemo* memo) {
+    PieceWalk src = memo ? memo->src.walk(r.src.pieces, r.src.offset)
+                         : PieceWalk(r.src.pieces, r.src.offset);
+    PieceWalk dst = memo ? memo->dst.walk(r.dst.pieces, r.dst.offset)
+                         : PieceWalk(r.dst.pieces, r.dst.offset);
     for (std::uint64_t pos = 0; pos < r.len;) {
         std::uint64_t saddr = 0, sroom = 0, daddr = 0, droom = 0;
         src.at(&saddr, &sroom);
@@ -165,23 +168,56 @@ int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out) {
         src.skip(n);
         dst.skip(n);
     }
+    if (memo) {
+        memo->src.ended(r.src.pieces, r.src.offset + r.len, src);
+        memo->dst.ended(r.dst.pieces, r.dst.offset + r.len, dst);
+    }
     return 0;
 }
 
 }  // namespace
+
+std::uint64_t SideMemo::total(std::span<const tcaChunk> pieces) noexcept {
+    if (!same(pieces)) {
+        pieces_ = pieces;
+        total_ = total_of(pieces);
+        walked_ = false;
+    }
+    return total_;
+}
+
+PieceWalk SideMemo::walk(std::span<const tcaChunk> pieces, std::uint64_t offset) const noexcept {
+    if (!walked_ || !same(pieces) || offset < end_)
+        return PieceWalk(pieces, offset);
+    PieceWalk w = at_;
+    w.skip(offset - end_);
+    return w;
+}
+
+void SideMemo::ended(std::span<const tcaChunk> pieces, std::uint64_t offset,
+                     const PieceWalk& at) noexcept {
+    if (!same(pieces)) {
+        pieces_ = pieces;
+        total_ = total_of(pieces);
+    }
+    walked_ = true;
+    end_ = offset;
+    at_ = at;
+}
 
 bool piece_at(std::span<const tcaChunk> pieces, std::uint64_t offset, std::uint64_t* addr,
               std::uint64_t* room) noexcept {
     return PieceWalk(pieces, offset).at(addr, room);
 }
 
-int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out) {
+int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out, PlanMemo* memo) {
     std::uint64_t sspan = 0, dspan = 0;
     if (int rc = check_stride(r.len, r.stride, r.burst, r.gap, &sspan, &dspan))
         return rc;
     if (r.burst > 0xffff || r.gap > 0xffff)
         return TCA_ESTRIDE;
-    if (r.len && (!side_fits(r.src, sspan) || !side_fits(r.dst, dspan)))
+    if (r.len && (!side_fits(r.src, sspan, memo ? &memo->src : nullptr) ||
+                  !side_fits(r.dst, dspan, memo ? &memo->dst : nullptr)))
         return TCA_ERANGE;
     if (r.len % 4)
         return TCA_EALIGN;
@@ -190,7 +226,7 @@ int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out) {
     if (r.len && r.burst)
         rc = plan_strided(r, sspan, dspan, out);
     else if (r.len)
-        rc = plan_contiguous(r, out);
+        rc = plan_contiguous(r, out, memo);
     if (rc == 0 && r.notify)
         rc = plan_notify(r, out);
     if (rc)

@@ -86,6 +86,43 @@ TEST(DmaPlan, PieceWalkFindsWhatPieceAtFinds) {
     }
 }
 
+TEST(DmaPlan, AMemoPlansAListAsRequestsPlannedAlone) {
+    // A fragmented source walked by requests in order (an RDMA Write cut at
+    // its destination's pieces), with gaps, backwards, from another buffer
+    // in between and past the end: with the memo or without, the same.
+    LocalBuf src = local(3, 40, 4096), other = local(4, 8, 4096);
+    src.pieces[5].len = 1024;
+    src.pieces[6].len = 12288;
+    const tcaHandle dst = remote_handle(2, 1 << 20);
+    struct Req {
+        const LocalBuf* buf;
+        std::uint64_t off, len;
+    };
+    const std::vector<Req> list = {
+        {&src, 0, 4096},     {&src, 4096, 8192},  {&src, 12288, 3072}, {&src, 20480, 4096},
+        {&src, 20480, 64},   {&src, 64, 4096},    {&other, 0, 8192},   {&src, 24576, 40960},
+        {&src, 65536, 4},    {&other, 8192, 64},  {&src, 150000, 16},  {&src, 163840, 16},
+        {&src, 160000, 4096}};
+    PlanMemo memo;
+    std::uint64_t dst_off = 0;
+    for (const Req& q : list) {
+        DmaRequest r;
+        r.src = q.buf->at(q.off);
+        r.dst = remote(dst, dst_off + q.off % 16);
+        r.len = q.len;
+        std::vector<peach2_xfer> alone, with_memo;
+        const int rc = plan_request(r, &alone);
+        EXPECT_EQ(rc, plan_request(r, &with_memo, &memo)) << q.off;
+        ASSERT_EQ(alone.size(), with_memo.size()) << q.off;
+        for (std::size_t i = 0; i < alone.size(); ++i) {
+            EXPECT_EQ(alone[i].src_offset, with_memo[i].src_offset) << q.off << " " << i;
+            EXPECT_EQ(alone[i].dst, with_memo[i].dst) << q.off << " " << i;
+            EXPECT_EQ(alone[i].len, with_memo[i].len) << q.off << " " << i;
+        }
+        dst_off += 65536;
+    }
+}
+
 TEST(DmaPlan, RemoteSplitsAtTheRemoteChunkBoundaries) {
     const LocalBuf src = local(7, 1, 1 << 20);
     const tcaHandle dst = remote_handle(4, 8192);  // 4 pieces of 8 KiB
