@@ -96,7 +96,8 @@ struct peach2_prog {
 	u16 *slots;			/* CARD: descriptor RAM indices */
 	struct peach2_desc_le *host;	/* HOST: the array */
 	dma_addr_t host_dma;
-	u32 nr_bufs;
+	u32 nr_bufs, bufs_cap;
+	bool bufs_nomem;		/* @bufs could not grow */
 	struct peach2_buf **bufs;	/* one reference each */
 	struct peach2_desc small_descs[PEACH2_PROG_SMALL];
 	struct peach2_buf *small_bufs[2 * PEACH2_PROG_SMALL];
@@ -248,17 +249,31 @@ struct peach2_side {
 
 /*
  * The buffer @handle names, for a transfer being checked: @side's when it
- * has the same handle, else looked up, its reference kept in @prog->bufs.
- * NULL: this file has no such buffer.
+ * has the same handle, else looked up, its reference kept in @prog->bufs
+ * (grown when full: a run's transfers use one or two buffers, seldom more).
+ * NULL: this file has no such buffer, or no memory to keep it
+ * (@prog->bufs_nomem).
  */
 static struct peach2_buf *peach2_prog_lookup(struct peach2_prog *prog,
 					     u32 handle,
 					     struct peach2_side *side)
 {
-	struct peach2_buf *buf = side->buf;
+	struct peach2_buf *buf = side->buf, **bufs;
 
 	if (buf && buf->handle == handle)
 		return buf;
+	if (prog->nr_bufs == prog->bufs_cap) {
+		bufs = kvmalloc_array(2 * prog->bufs_cap, sizeof(*bufs),
+				      GFP_KERNEL);
+		if (!bufs) {
+			prog->bufs_nomem = true;
+			return NULL;
+		}
+		memcpy(bufs, prog->bufs, prog->nr_bufs * sizeof(*bufs));
+		peach2_prog_array_free(prog->bufs, prog->small_bufs);
+		prog->bufs = bufs;
+		prog->bufs_cap *= 2;
+	}
 	buf = peach2_buf_lookup(prog->ctx, handle);
 	if (buf) {
 		prog->bufs[prog->nr_bufs++] = buf;
@@ -487,6 +502,8 @@ static int peach2_prog_fill(struct peach2_prog *prog,
 	}
 	if (!rule)
 		return 0;
+	if (prog->bufs_nomem)
+		return -ENOMEM;
 	dev_dbg(dev, "xfer %u refused: %s\n", i, peach2_dma_rule_text(rule));
 	why->bad_xfer = i;
 	why->bad_rule = rule;
@@ -517,15 +534,14 @@ static struct peach2_prog *peach2_prog_build(struct peach2_file *ctx,
 	else
 		prog->mode = PEACH2_PROG_CARD;
 
-	prog->bufs = peach2_prog_array(prog->small_bufs,
-				       ARRAY_SIZE(prog->small_bufs), 2 * count,
-				       sizeof(*prog->bufs));
+	prog->bufs = prog->small_bufs;
+	prog->bufs_cap = ARRAY_SIZE(prog->small_bufs);
 	/* A descriptor per transfer, as a list cut at its pieces has. */
 	cap = max_t(u32, count, PEACH2_PROG_SMALL);
 	prog->descs = peach2_prog_array(prog->small_descs,
 					ARRAY_SIZE(prog->small_descs), cap,
 					sizeof(*prog->descs));
-	if (!prog->bufs || !prog->descs) {
+	if (!prog->descs) {
 		ret = -ENOMEM;
 		goto err;
 	}

@@ -875,6 +875,36 @@ TEST_F(dma, copy_start_wait_inline)
 }
 
 /*
+ * A list whose transfers change buffers at every step (a to b, then b to a,
+ * ...): each takes its own references, more than a prog keeps inline.
+ */
+TEST_F(dma, transfers_alternating_buffers)
+{
+	const uint32_t half = BUF_SIZE / 2, piece = 1024, n = 2 * half / piece;
+	struct peach2_xfer x[64];
+	struct peach2_dma_start s;
+	uint32_t i;
+
+	ASSERT_EQ(ARRAY_SIZE(x), n);
+	for (i = 0; i < n; i += 2) {
+		x[i] = xcopy(self->a.a.handle, i / 2 * piece,
+			     self->b.a.handle, i / 2 * piece, piece);
+		x[i + 1] = xcopy(self->b.a.handle, half + i / 2 * piece,
+				 self->a.a.handle, half + i / 2 * piece, piece);
+	}
+	fill(self->a.p, half, 21);
+	memset(self->a.p + half, 0, half);
+	memset(self->b.p, 0, half);
+	fill(self->b.p + half, half, 22);
+	ASSERT_EQ(0, start_xfers(self->fd, x, n,
+				 PEACH2_DMA_WAIT | PEACH2_DMA_HOST_DESC,
+				 PEACH2_DMA_ANY_CHANNEL, 5000, &s));
+	ASSERT_EQ(0U, s.status);
+	ASSERT_EQ(0, memcmp(self->a.p, self->b.p, half));
+	ASSERT_EQ(0, memcmp(self->a.p + half, self->b.p + half, half));
+}
+
+/*
  * A run started with PEACH2_DMA_REAP: its status in *status, from the start
  * if it came back ENDED (then its ticket is gone), else from DMA_WAIT.
  */
