@@ -146,6 +146,7 @@ int Context::free(void* ptr) {
         by_global_.erase(piece.global_addr);
     // The driver ends the buffer's exports and names when it frees it.
     forget_names(it->second.get());
+    dma_->cache().forget(it->second->id());  // a reused handle must not start old chains
     const int rc = it->second->release();
     buffers_.erase(it);
     return rc;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // DMA: the C API (one-shot transfers, tickets, persistent chains, tcaPutAuto)
-// and what it does with the driver: runs, tickets, chains. The library
+// and what it does with the driver: runs, tickets, chains (and, for lists
+// that come again, the start cache of dma_cache.cpp). The library
 // mutex is held only while a request is checked and planned (buffers must
 // not change meanwhile), never across the driver's start or a wait. The
 // planning itself is dma_plan.cpp; dma.hpp has the map.
@@ -169,6 +170,19 @@ int start_runs(DmaStarter& s, std::span<const DmaRun> runs, const DmaMode& m, tc
     return runs.size() == 1 ? start_one(s, runs[0], m, t) : start_several(s, runs, m, t);
 }
 
+int start_cached(StartCache& cache, DmaStarter& s, const DmaRun& run, const DmaMode& m,
+                 tcaDmaTicket* t) {
+    if (const std::uint32_t chain = cache.acquire(run.xfers)) {
+        const int rc = start_one(s, DmaRun{{}, chain}, m, t);
+        // Busy (its last run goes on) or gone: nothing started, go one-shot.
+        const bool refused = (rc == -EBUSY || rc == -ENOENT) && t->left == 0 && t->next == 0;
+        cache.release(chain, rc == -EBUSY && refused);
+        if (!refused)
+            return rc;
+    }
+    return start_one(s, run, m, t);
+}
+
 // ---- the chain table -----------------------------------------------------------
 
 std::uint32_t ChainTable::add(LibChain c) {
@@ -309,6 +323,8 @@ int start(std::span<const tcaDmaXfer> xfers, const tcaDmaOpts* opts, tcaDmaTicke
         split_runs(entries, m.desc == PEACH2_DMA_REG_MODE, &runs);
         tcaDmaTicket unused{};
         DmaStarter s = ctx->dma().starter();
+        if (runs.size() == 1 && m.desc == PEACH2_DMA_HOST_DESC)
+            return start_cached(ctx->dma().cache(), s, runs[0], m, ticket ? ticket : &unused);
         return start_runs(s, runs, m, ticket ? ticket : &unused);
     });
 }

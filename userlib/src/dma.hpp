@@ -6,7 +6,8 @@
 // (context.cpp: this process's buffers, or another node's memory) ->
 // plan_request() (dma_plan.cpp: the rules of peach2_dma_rules.h, one entry
 // per descriptor) -> start_runs() (DMA_START, one run or several on one
-// channel) -> collect_ticket() (DMA_WAIT). userlib/README.md ("DMA") says
+// channel; start_cached() with dma_cache.cpp for a list that came before)
+// -> collect_ticket() (DMA_WAIT). userlib/README.md ("DMA") says
 // why each step is as it is.
 #pragma once
 
@@ -14,10 +15,12 @@
 #include <peach2/peach2_uapi.h>
 #include <tca/tca.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <shared_mutex>
 #include <span>
 #include <vector>
@@ -331,23 +334,100 @@ private:
     std::uint32_t last_ = 0;
 };
 
+// ---- the start cache (dma_cache.cpp) -------------------------------------------
+
+// A one-shot start makes the driver check every entry and write every
+// descriptor again (for a MiB of scattered pages, ~0.6 us of guest time per
+// page, twice the copy itself). Programs start the same list over and over:
+// a benchmark's buffer, a stream of RDMA Writes from one MR, an MPI
+// rendezvous of one array. The cache builds a list it sees a second time
+// into a driver chain and starts that chain from then on: the driver only
+// queues what it built before. Only lists of one run with host descriptors
+// (on-card descriptor RAM is small and shared by every process).
+//
+// A chain holds references on the buffers it names, and buffer handles are
+// reused (cyclically): forget() drops the chains of a buffer before the
+// library frees it, so a start can never reach another buffer's pages.
+// A chain runs once at a time; a start that finds it busy (driver: -EBUSY)
+// goes one-shot. Thread-safe (its own mutex, taken after the library's).
+class StartCache {
+public:
+    static constexpr std::size_t kChains = 16;  // chains kept
+    static constexpr std::size_t kSeen = 32;    // lists seen once, remembered by hash
+
+    struct Stats {
+        std::uint64_t hits = 0;     // starts of a cached chain
+        std::uint64_t built = 0;    // chains created
+        std::uint64_t busy = 0;     // acquired but busy: started one-shot
+        std::uint64_t dropped = 0;  // chains destroyed (evicted or forgotten)
+    };
+
+    explicit StartCache(DriverPort& port) noexcept : port_(port) {}
+    StartCache(const StartCache&) = delete;
+    StartCache& operator=(const StartCache&) = delete;
+    // No destructor work: the chains end with the file descriptor (an ioctl
+    // after the Context closed it could reach a file opened since).
+
+    // The chain to start for `entries` (held for this start: release() it
+    // after), or 0: start them one-shot.
+    std::uint32_t acquire(std::span<const peach2_xfer> entries);
+    // The start of an acquired chain is over; `busy`: the driver refused it
+    // because its last run has not ended.
+    void release(std::uint32_t chain, bool busy);
+    // Before driver buffer `handle` is freed: its chains go (at once, or
+    // when their runs end).
+    void forget(std::uint32_t handle);
+    Stats stats() const;
+    std::size_t size() const;  // chains kept, not counting dying ones
+
+private:
+    struct Entry {
+        std::vector<peach2_xfer> key;
+        std::uint64_t hash = 0;
+        std::uint32_t chain = 0;
+        unsigned users = 0;      // acquired, not yet released
+        std::uint64_t used = 0;  // last acquired (for eviction)
+    };
+    bool names(const Entry& e, std::uint32_t handle) const noexcept;
+    std::uint32_t build(std::span<const peach2_xfer> entries, std::uint64_t hash);
+    void retire(std::vector<Entry>::iterator it);
+    void destroy_idle();
+
+    DriverPort& port_;
+    mutable std::mutex mu_;
+    std::vector<Entry> kept_;
+    std::vector<Entry> dying_;  // to destroy once unused and idle
+    std::array<std::uint64_t, kSeen> seen_{};
+    std::size_t seen_next_ = 0;
+    std::uint64_t clock_ = 0;
+    Stats stats_;
+};
+
+// Starts one run of host-descriptor entries through `cache` (see above):
+// as start_runs otherwise.
+int start_cached(StartCache& cache, DmaStarter& s, const DmaRun& run, const DmaMode& m,
+                 tcaDmaTicket* t);
+
 // Per-context DMA state: the device port, the start-order lock, the channel
-// counter for several-run starts, and the chain table (library mutex).
+// counter for several-run starts, the chain table (library mutex) and the
+// start cache.
 class DmaState {
 public:
-    explicit DmaState(int fd) noexcept : port_(fd) {}
+    explicit DmaState(int fd) noexcept : port_(fd), cache_(port_) {}
     DmaState(const DmaState&) = delete;
     DmaState& operator=(const DmaState&) = delete;
 
     DriverPort& port() noexcept { return port_; }
     DmaStarter starter() noexcept { return DmaStarter{port_, order_, next_channel_}; }
     ChainTable& chains() noexcept { return chains_; }
+    StartCache& cache() noexcept { return cache_; }
 
 private:
     FdPort port_;
     std::shared_mutex order_;
     std::atomic<unsigned> next_channel_{0};
     ChainTable chains_;
+    StartCache cache_;
 };
 
 // ---- resolving (dma.cpp) -------------------------------------------------------

@@ -2,8 +2,8 @@
 // The DMA C API end to end against the fake driver (fake/fake_dma.c, loaded
 // with LD_PRELOAD by ctest): local copies through own handles, remote puts
 // split at the remote pieces, completion words, register mode as several
-// runs, block-stride, chains, restriction errors before the driver, the
-// on-card descriptor limit, tcaPutAuto. Node 1's memory is read straight
+// runs, block-stride, chains, the start cache, restriction errors before the
+// driver, the on-card descriptor limit, tcaPutAuto. Node 1's memory is read straight
 // from the fake's file, as the peer would see it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "context.hpp"
 #include "handle.hpp"
+#include "library.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -262,6 +264,48 @@ TEST_F(FakeDma, ChainsStartManyTimes) {
     EXPECT_EQ(0, tcaDmaWait(&t, 1000));
     EXPECT_EQ(0, tcaChainDestroy(c));
     EXPECT_EQ(-EINVAL, tcaChainCreate(x, 0, nullptr, &c));
+}
+
+// The start cache (dma_cache.cpp): chains kept, in the library's own context.
+std::size_t cached_chains() {
+    std::size_t n = 0;
+    EXPECT_EQ(0, tca::with_context([&](tca::Context& c) {
+        n = c.dma().cache().size();
+        return 0;
+    }));
+    return n;
+}
+
+TEST_F(FakeDma, PutsRepeatedFromABufferSeeFreshDataAndEndWithIt) {
+    constexpr std::size_t kLen = 3 * 4096 + 512;  // several chunks (TCA_FAKE_CHUNK)
+    const tcaHandle dst = peer_handle(3, 8192);
+    tcaDmaOpts o{};
+    o.flags = TCA_DMA_HOST_DESC;
+    const std::size_t before = cached_chains();
+    unsigned char* src = alloc(kLen);
+    for (unsigned round = 0; round < 4; ++round) {
+        fill(src, kLen, 20 + round);  // a kept chain reads the source at every start
+        ASSERT_EQ(0, tcaDmaPut(&dst, 0, src, kLen, &o, nullptr));
+        for (std::size_t off : {std::size_t{0}, std::size_t{5000}, kLen - 1})
+            ASSERT_EQ(src[off], peer_byte(dst, off)) << "round " << round << " byte " << off;
+    }
+    EXPECT_EQ(before + 1, cached_chains()) << "the list came again: kept as a chain";
+    ASSERT_EQ(0, tcaFree(src));
+    bufs_.pop_back();
+    EXPECT_EQ(before, cached_chains()) << "its buffer freed: the chain went with it";
+
+    // Registered memory: deregistering ends its chains too.
+    std::vector<unsigned char> mem(kLen + 4096);
+    unsigned char* reg = mem.data() + (4096 - reinterpret_cast<std::uintptr_t>(mem.data()) % 4096);
+    ASSERT_EQ(0, tcaRegister(reg, kLen));
+    for (unsigned round = 0; round < 3; ++round) {
+        fill(reg, kLen, 40 + round);
+        ASSERT_EQ(0, tcaDmaPut(&dst, 0, reg, kLen, &o, nullptr));
+        ASSERT_EQ(reg[kLen - 1], peer_byte(dst, kLen - 1));
+    }
+    EXPECT_EQ(before + 1, cached_chains());
+    ASSERT_EQ(0, tcaDeregister(reg, kLen));
+    EXPECT_EQ(before, cached_chains());
 }
 
 TEST_F(FakeDma, PutAutoChoosesAndDeliversEveryByte) {

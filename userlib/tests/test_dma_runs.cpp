@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Starting runs and collecting tickets, against a scripted driver: blocking
 // starts, several-run starts on one channel with consecutive tickets, a
-// start failing half-way, timeouts, signals, card errors, errno mapping.
+// start failing half-way, timeouts, signals, card errors, errno mapping;
+// the start cache (lists that come again started as chains).
 #include <gtest/gtest.h>
 #include <peach2/peach2_hw.h>
 #include <peach2/peach2_uapi.h>
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <shared_mutex>
 #include <vector>
@@ -40,12 +42,54 @@ public:
 
     void finish(std::uint64_t t, std::uint32_t status = 0) { done[t] = status; }
 
+    // Chains: id -> busy (a run of it has not ended). A start of a busy or
+    // unknown chain fails as the driver's does; runs of chains end when the
+    // test clears busy.
+    std::map<std::uint32_t, bool> chains;
+    std::vector<std::vector<peach2_xfer>> created;  // each CHAIN_CREATE's entries
+    std::vector<std::uint32_t> destroyed;
+    std::uint32_t next_chain = 0;
+    int fail_create = 0;  // CHAIN_CREATE fails with this (0: succeeds)
+    bool chain_runs_stay_busy = false;
+
+    int chain_call(unsigned long req, void* arg) {
+        if (req == PEACH2_IOC_CHAIN_CREATE) {
+            auto* c = static_cast<peach2_chain_create*>(arg);
+            if (fail_create)
+                return fail_create;
+            const auto* x = reinterpret_cast<const peach2_xfer*>(c->xfers);
+            created.emplace_back(x, x + c->count);
+            c->chain = ++next_chain;
+            chains[c->chain] = false;
+            return 0;
+        }
+        auto* d = static_cast<peach2_chain_destroy*>(arg);
+        const auto it = chains.find(d->chain);
+        if (it == chains.end())
+            return -ENOENT;
+        if (it->second)
+            return -EBUSY;
+        chains.erase(it);
+        destroyed.push_back(d->chain);
+        return 0;
+    }
+
     int call(unsigned long req, void* arg) noexcept override {
+        if (req == PEACH2_IOC_CHAIN_CREATE || req == PEACH2_IOC_CHAIN_DESTROY)
+            return chain_call(req, arg);
         if (req == PEACH2_IOC_DMA_START) {
             auto* s = static_cast<peach2_dma_start*>(arg);
             starts.push_back({s->chain, s->count, s->flags, s->channel, s->timeout_ms});
             if (fail_start && static_cast<int>(starts.size()) == fail_start)
                 return fail_rc;
+            if (s->chain) {
+                const auto it = chains.find(s->chain);
+                if (it == chains.end())
+                    return -ENOENT;
+                if (it->second)
+                    return -EBUSY;
+                it->second = chain_runs_stay_busy;
+            }
             s->ticket = ++last;
             if (auto_done && reaps && s->flags & PEACH2_DMA_REAP) {
                 s->flags |= PEACH2_DMA_ENDED;
@@ -325,6 +369,7 @@ TEST(DmaRuns, FailureHalfWayWaitsForTheStartedRuns) {
 
 TEST(DmaRuns, ChainRunsCarryOnlyTheChain) {
     Fixture f;
+    f.drv.chains[11] = f.drv.chains[12] = false;  // created earlier
     std::vector<DmaRun> runs{DmaRun{{}, 11}, DmaRun{{}, 12}};
     DmaMode m;
     m.desc = PEACH2_DMA_HOST_DESC;  // ignored for chains: fixed at creation
@@ -347,4 +392,158 @@ TEST(DmaTicket, UnknownTicketAndDeadline) {
     EXPECT_GE(d.waits.size(), 1u);
     tcaDmaTicket empty{};
     EXPECT_EQ(0, collect_ticket(d, &empty, 0, true));
+}
+
+// ---- the start cache -------------------------------------------------------------
+
+namespace {
+
+// A list naming buffer `src` (and buffer `dst`), `n` entries, told apart by `tag`.
+std::vector<peach2_xfer> list(std::uint32_t src, std::uint32_t dst, unsigned n,
+                              std::uint64_t tag = 0) {
+    std::vector<peach2_xfer> v(n);
+    for (unsigned i = 0; i < n; ++i) {
+        v[i].src_handle = src;
+        v[i].dst_handle = dst;
+        v[i].src_offset = 4096 * i;
+        v[i].dst = tag + 4096 * i;
+        v[i].len = 4096;
+    }
+    return v;
+}
+
+struct CacheFixture : Fixture {
+    StartCache cache{drv};
+    DmaMode m;
+    CacheFixture() {
+        m.desc = PEACH2_DMA_HOST_DESC;
+        drv.reaps = true;  // runs end inside their start, as 1 MiB ones do
+    }
+    // start() of dma.cpp for one run: 0, and the start's chain id (0: one-shot).
+    std::uint32_t start(const std::vector<peach2_xfer>& v) {
+        tcaDmaTicket t{};
+        EXPECT_EQ(0, start_cached(cache, starter, DmaRun{v, 0}, m, &t));
+        EXPECT_EQ(0u, t.left) << "ended in its start";
+        return drv.starts.empty() ? 0 : drv.starts.back().chain;
+    }
+};
+
+}  // namespace
+
+TEST(StartCache, AListSeenTwiceBecomesAChainStartedFromThenOn) {
+    CacheFixture f;
+    const auto v = list(1, 2, 3);
+    EXPECT_EQ(0u, f.start(v)) << "first sighting: one-shot";
+    EXPECT_EQ(3u, f.drv.starts[0].count);
+    EXPECT_TRUE(f.drv.created.empty());
+    const std::uint32_t chain = f.start(v);
+    ASSERT_NE(0u, chain) << "second sighting: built and started as a chain";
+    ASSERT_EQ(1u, f.drv.created.size());
+    EXPECT_EQ(0, std::memcmp(v.data(), f.drv.created[0].data(), v.size() * sizeof v[0]));
+    EXPECT_EQ(PEACH2_DMA_REAP, f.drv.starts[1].flags) << "a chain start carries no entries";
+    EXPECT_EQ(0u, f.drv.starts[1].count);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(chain, f.start(v));
+    EXPECT_EQ(1u, f.drv.created.size()) << "built once";
+    const StartCache::Stats st = f.cache.stats();
+    EXPECT_EQ(3u, st.hits) << "the start that built it is no hit";
+    EXPECT_EQ(1u, st.built);
+}
+
+TEST(StartCache, ListsDifferingInOneByteAreDifferentChains) {
+    CacheFixture f;
+    const auto a = list(1, 2, 5), b = list(1, 2, 5, 16);
+    auto c = a;
+    c[2].len = 2048;  // same ends and count: the same hash, not the same list
+    const std::vector<peach2_xfer>* lists[] = {&a, &b, &c};
+    for (const auto* v : lists) {
+        f.start(*v);
+        f.start(*v);
+    }
+    ASSERT_EQ(3u, f.drv.created.size());
+    EXPECT_EQ(2048u, f.drv.created[2][2].len);
+    EXPECT_EQ(3u, f.cache.size());
+}
+
+TEST(StartCache, TheLeastRecentlyUsedChainGoesWhenFull) {
+    CacheFixture f;
+    std::vector<std::vector<peach2_xfer>> lists;
+    for (unsigned i = 0; i <= StartCache::kChains; ++i)
+        lists.push_back(list(1, 2, 2, 0x100000ull * i));
+    for (std::size_t i = 0; i < StartCache::kChains; ++i) {
+        f.start(lists[i]);
+        f.start(lists[i]);
+    }
+    f.start(lists[0]);  // list 0 is now more recent than list 1
+    EXPECT_TRUE(f.drv.destroyed.empty());
+    f.start(lists.back());
+    f.start(lists.back());
+    ASSERT_EQ(1u, f.drv.destroyed.size());
+    EXPECT_EQ(2u, f.drv.destroyed[0]) << "list 1's chain (the second built)";
+    EXPECT_EQ(StartCache::kChains, f.cache.size());
+    EXPECT_NE(0u, f.start(lists[0])) << "still kept";
+}
+
+TEST(StartCache, ForgettingABufferDestroysEveryChainNamingIt) {
+    CacheFixture f;
+    const auto by_src = list(7, 0, 2), by_dst = list(1, 7, 2), other = list(1, 2, 2);
+    for (const auto* v : {&by_src, &by_dst, &other}) {
+        f.start(*v);
+        f.start(*v);
+    }
+    f.cache.forget(7);
+    EXPECT_EQ((std::vector<std::uint32_t>{1, 2}), f.drv.destroyed);
+    EXPECT_EQ(1u, f.cache.size());
+    EXPECT_EQ(0u, f.start(by_src)) << "a forgotten list starts over: seen once";
+    EXPECT_NE(0u, f.start(other));
+}
+
+TEST(StartCache, ABusyChainIsStartedOneShotAndNotLost) {
+    CacheFixture f;
+    const auto v = list(1, 2, 2);
+    f.start(v);
+    const std::uint32_t chain = f.start(v);
+    ASSERT_NE(0u, chain);
+    f.drv.chains[chain] = true;  // its run goes on
+    const std::size_t before = f.drv.starts.size();
+    EXPECT_EQ(0u, f.start(v)) << "refused as busy, then one-shot";
+    ASSERT_EQ(before + 2, f.drv.starts.size());
+    EXPECT_EQ(chain, f.drv.starts[before].chain);
+    EXPECT_EQ(2u, f.drv.starts[before + 1].count);
+    EXPECT_EQ(1u, f.cache.stats().busy);
+    f.drv.chains[chain] = false;
+    EXPECT_EQ(chain, f.start(v)) << "kept: used again once idle";
+}
+
+TEST(StartCache, AChainInUseOrRunningDiesWhenItIsDone) {
+    CacheFixture f;
+    const auto v = list(3, 2, 2);
+    f.start(v);
+    f.start(v);
+    const std::uint32_t held = f.cache.acquire(v);  // a start in another thread
+    ASSERT_NE(0u, held);
+    f.cache.forget(3);
+    EXPECT_TRUE(f.drv.destroyed.empty()) << "held: not destroyed under its starter";
+    EXPECT_EQ(0u, f.cache.size());
+    f.drv.chains[held] = true;  // its start went ahead and runs
+    f.cache.release(held, false);
+    EXPECT_TRUE(f.drv.destroyed.empty()) << "running: the driver says EBUSY";
+    f.drv.chains[held] = false;
+    f.start(list(1, 2, 1));  // any later call tries again
+    EXPECT_EQ((std::vector<std::uint32_t>{held}), f.drv.destroyed);
+    EXPECT_EQ(0u, f.drv.chains.count(held));
+}
+
+TEST(StartCache, RefusedCreationsAndOddListsStayOneShot) {
+    CacheFixture f;
+    f.drv.fail_create = -ENOMEM;
+    const auto v = list(1, 2, 2);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(0u, f.start(v));
+    EXPECT_EQ(0u, f.cache.size());
+    f.drv.fail_create = 0;
+    const auto big = list(1, 2, PEACH2_DMA_MAX_XFERS + 1);
+    EXPECT_EQ(0u, f.cache.acquire(big));
+    EXPECT_EQ(0u, f.cache.acquire(big)) << "beyond one run: never cached";
+    EXPECT_EQ(0u, f.cache.acquire({}));
 }
