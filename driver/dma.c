@@ -117,6 +117,23 @@ static void peach2_prog_array_free(void *array, const void *small)
 		kvfree(array);
 }
 
+/*
+ * @array (@small, or allocated) with room for @n elements of @size, @used
+ * of them copied over; the old array is freed. NULL (and @array kept) when
+ * there is no memory.
+ */
+static void *peach2_prog_array_grow(void *array, const void *small,
+				    size_t used, size_t n, size_t size)
+{
+	void *bigger = kvmalloc_array(n, size, GFP_KERNEL);
+
+	if (!bigger)
+		return NULL;
+	memcpy(bigger, array, used * size);
+	peach2_prog_array_free(array, small);
+	return bigger;
+}
+
 struct peach2_chain {
 	struct peach2_prog *prog;
 	bool busy;			/* a run of it is queued or running */
@@ -263,14 +280,14 @@ static struct peach2_buf *peach2_prog_lookup(struct peach2_prog *prog,
 	if (buf && buf->handle == handle)
 		return buf;
 	if (prog->nr_bufs == prog->bufs_cap) {
-		bufs = kvmalloc_array(2 * prog->bufs_cap, sizeof(*bufs),
-				      GFP_KERNEL);
+		bufs = peach2_prog_array_grow(prog->bufs, prog->small_bufs,
+					      prog->nr_bufs,
+					      2 * prog->bufs_cap,
+					      sizeof(*bufs));
 		if (!bufs) {
 			prog->bufs_nomem = true;
 			return NULL;
 		}
-		memcpy(bufs, prog->bufs, prog->nr_bufs * sizeof(*bufs));
-		peach2_prog_array_free(prog->bufs, prog->small_bufs);
 		prog->bufs = bufs;
 		prog->bufs_cap *= 2;
 	}
@@ -441,11 +458,10 @@ static int peach2_prog_grow(struct peach2_prog *prog, u32 used, u32 *cap)
 
 	if (want <= *cap)
 		return -E2BIG;
-	descs = kvmalloc_array(want, sizeof(*descs), GFP_KERNEL);
+	descs = peach2_prog_array_grow(prog->descs, prog->small_descs, used,
+				       want, sizeof(*descs));
 	if (!descs)
 		return -ENOMEM;
-	memcpy(descs, prog->descs, used * sizeof(*descs));
-	peach2_prog_array_free(prog->descs, prog->small_descs);
 	prog->descs = descs;
 	*cap = want;
 	return 0;
