@@ -33,7 +33,6 @@ static void peach2_file_release(struct kref *ref)
 	WARN_ON(atomic_read(&ctx->dma_descs));
 	xa_destroy(&ctx->bufs);
 	xa_destroy(&ctx->chains);
-	xa_destroy(&ctx->tickets);
 	put_device(&ctx->p2->dev);
 	kfree(ctx);
 }

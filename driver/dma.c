@@ -21,7 +21,7 @@
  * Locks, outermost first: p2->lock (read; held while descriptors are
  * written to the card and runs are queued, so remove() sees every run),
  * chan->lock (mutex: a channel's queue and registers), then the leaf locks
- * p2->desc_lock, the xarray locks of ctx->chains and ctx->tickets. Buffer
+ * p2->desc_lock, the xarray lock of ctx->chains, ctx->tickets_lock. Buffer
  * references are never dropped under p2->lock or chan->lock: the last put
  * of a buffer takes p2->lock itself.
  *
@@ -145,6 +145,7 @@ struct peach2_run {
 	struct list_head node;		/* channel queue, or a local list */
 	struct list_head done_node;	/* ctx->done */
 	struct peach2_file *ctx;	/* holds a reference */
+	struct hlist_node ticket_node;	/* ctx->tickets, until claimed */
 	struct peach2_chain *chain;	/* or NULL: @prog belongs to the run */
 	struct peach2_prog *prog;
 	u64 ticket;
@@ -753,7 +754,7 @@ static void peach2_run_report(struct peach2_run *run, u32 status, u64 bytes)
 	struct peach2_file *ctx = run->ctx;
 	struct peach2_run *evict = NULL;
 
-	xa_lock(&ctx->tickets);
+	spin_lock(&ctx->tickets_lock);
 	run->status = status;
 	run->bytes = bytes;
 	WRITE_ONCE(run->done, true);
@@ -766,10 +767,10 @@ static void peach2_run_report(struct peach2_run *run, u32 status, u64 bytes)
 						 done_node);
 			list_del(&evict->done_node);
 			ctx->nr_done--;
-			__xa_erase(&ctx->tickets, evict->ticket);
+			hash_del(&evict->ticket_node);
 		}
 	}
-	xa_unlock(&ctx->tickets);
+	spin_unlock(&ctx->tickets_lock);
 	wake_up_interruptible_all(&ctx->dma_wq);
 	if (evict)
 		peach2_run_put(evict);		/* the table's reference */
@@ -1221,7 +1222,8 @@ void peach2_dma_shutdown(struct peach2_dev *p2)
 void peach2_dma_file_init(struct peach2_file *ctx)
 {
 	xa_init_flags(&ctx->chains, XA_FLAGS_ALLOC1);
-	xa_init(&ctx->tickets);
+	spin_lock_init(&ctx->tickets_lock);
+	hash_init(ctx->tickets);
 	INIT_LIST_HEAD(&ctx->done);
 	atomic_set(&ctx->dma_descs, 0);
 	init_waitqueue_head(&ctx->dma_wq);
@@ -1235,20 +1237,29 @@ void peach2_dma_file_init(struct peach2_file *ctx)
 void peach2_dma_file_release(struct peach2_file *ctx)
 {
 	struct peach2_chain *chain;
-	struct peach2_run *run;
+	struct peach2_run *run, *next;
+	struct hlist_node *tmp;
 	unsigned long index;
+	LIST_HEAD(dropped);
+	int bkt;
 	bool busy;
 
-	xa_lock(&ctx->tickets);
+	/*
+	 * Once closing, completions leave done_node alone: it carries the
+	 * table's runs to their put, outside the lock (a put may sleep).
+	 */
+	spin_lock(&ctx->tickets_lock);
 	ctx->closing = true;
 	while (!list_empty(&ctx->done))
 		list_del_init(ctx->done.next);
 	ctx->nr_done = 0;
-	xa_unlock(&ctx->tickets);
-	xa_for_each(&ctx->tickets, index, run) {
-		xa_erase(&ctx->tickets, index);
-		peach2_run_put(run);
+	hash_for_each_safe(ctx->tickets, bkt, tmp, run, ticket_node) {
+		hash_del(&run->ticket_node);
+		list_add_tail(&run->done_node, &dropped);
 	}
+	spin_unlock(&ctx->tickets_lock);
+	list_for_each_entry_safe(run, next, &dropped, done_node)
+		peach2_run_put(run);	/* the table's */
 
 	xa_for_each(&ctx->chains, index, chain) {
 		xa_lock(&ctx->chains);
@@ -1424,16 +1435,16 @@ static bool peach2_run_claim(struct peach2_file *ctx, struct peach2_run *run,
 {
 	bool claimed = false;
 
-	xa_lock(&ctx->tickets);
+	spin_lock(&ctx->tickets_lock);
 	*status = run->status;
 	*bytes = run->bytes;
-	if (xa_load(&ctx->tickets, run->ticket) == run) {
-		__xa_erase(&ctx->tickets, run->ticket);
+	if (hash_hashed(&run->ticket_node)) {
+		hash_del(&run->ticket_node);
 		list_del(&run->done_node);
 		ctx->nr_done--;
 		claimed = true;
 	}
-	xa_unlock(&ctx->tickets);
+	spin_unlock(&ctx->tickets_lock);
 	if (claimed)
 		peach2_run_put(run);		/* the table's reference */
 	return claimed;
@@ -1495,6 +1506,7 @@ static struct peach2_run *peach2_run_new(struct peach2_file *ctx,
 	kref_init(&run->ref);
 	INIT_LIST_HEAD(&run->node);
 	INIT_LIST_HEAD(&run->done_node);
+	INIT_HLIST_NODE(&run->ticket_node);
 	if (req->chain) {
 		chain = peach2_chain_take(ctx, req->chain);
 		if (IS_ERR(chain)) {
@@ -1524,37 +1536,39 @@ static struct peach2_run *peach2_run_new(struct peach2_file *ctx,
  */
 static int peach2_run_enter(struct peach2_file *ctx, struct peach2_run *run)
 {
-	int ret = 0;
-
-	xa_lock(&ctx->tickets);
+	spin_lock(&ctx->tickets_lock);
 	if (ctx->nr_running >= PEACH2_DMA_MAX_RUNNING) {
-		ret = -EAGAIN;
-	} else {
-		ctx->nr_running++;
-		run->ticket = ++ctx->last_ticket;
+		spin_unlock(&ctx->tickets_lock);
+		return -EAGAIN;
 	}
-	xa_unlock(&ctx->tickets);
-	if (ret)
-		return ret;
+	ctx->nr_running++;
+	run->ticket = ++ctx->last_ticket;
 	kref_get(&run->ref);		/* the table's */
-	ret = xa_insert(&ctx->tickets, run->ticket, run, GFP_KERNEL);
-	if (ret) {
-		kref_put(&run->ref, peach2_run_release); /* cannot be last */
-		xa_lock(&ctx->tickets);
-		ctx->nr_running--;
-		xa_unlock(&ctx->tickets);
-	}
-	return ret;
+	hash_add(ctx->tickets, &run->ticket_node, run->ticket);
+	spin_unlock(&ctx->tickets_lock);
+	return 0;
 }
 
 /* Undo peach2_run_enter() for a run that was never queued. */
 static void peach2_run_leave(struct peach2_file *ctx, struct peach2_run *run)
 {
-	xa_erase(&ctx->tickets, run->ticket);
-	peach2_run_put(run);		/* the table's; cannot be last */
-	xa_lock(&ctx->tickets);
+	spin_lock(&ctx->tickets_lock);
+	hash_del(&run->ticket_node);
 	ctx->nr_running--;
-	xa_unlock(&ctx->tickets);
+	spin_unlock(&ctx->tickets_lock);
+	peach2_run_put(run);		/* the table's; cannot be last */
+}
+
+/* The run with @ticket in @ctx's table, or NULL. Tickets lock held. */
+static struct peach2_run *peach2_ticket_find(struct peach2_file *ctx,
+					     u64 ticket)
+{
+	struct peach2_run *run;
+
+	hash_for_each_possible(ctx->tickets, run, ticket_node, ticket)
+		if (run->ticket == ticket)
+			return run;
+	return NULL;
 }
 
 /* Queue @run on channel *@ch (or any: *@ch says which one took it). */
@@ -1663,12 +1677,11 @@ long peach2_ioctl_dma_wait(struct peach2_file *ctx, void __user *argp)
 	if (req.reserved)
 		return -EINVAL;
 
-	xa_lock(&ctx->tickets);
-	run = req.ticket == (unsigned long)req.ticket ?
-	      xa_load(&ctx->tickets, req.ticket) : NULL;
+	spin_lock(&ctx->tickets_lock);
+	run = peach2_ticket_find(ctx, req.ticket);
 	if (run)
 		kref_get(&run->ref);
-	xa_unlock(&ctx->tickets);
+	spin_unlock(&ctx->tickets_lock);
 	if (!run)
 		return -ENOENT;
 

@@ -32,6 +32,7 @@
 #include <linux/cdev.h>
 #include <linux/completion.h>
 #include <linux/device.h>
+#include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -356,12 +357,15 @@ struct peach2_file {
 
 	/*
 	 * DMA (dma.c). The lock of @chains protects the chains' busy/orphan
-	 * flags; the lock of @tickets protects it and the fields up to
-	 * @closing.
+	 * flags; @tickets_lock protects @tickets and the fields up to
+	 * @closing. @tickets is a hash table, not an xarray: indexed by the
+	 * ever-growing ticket, an xarray holding one run at a time allocated
+	 * three nodes at each start and freed them through RCU at each claim.
 	 */
 	struct xarray chains;		/* chain id -> struct peach2_chain */
 	u32 next_chain;
-	struct xarray tickets;		/* ticket -> struct peach2_run */
+	spinlock_t tickets_lock;
+	DECLARE_HASHTABLE(tickets, 8);	/* ticket -> run, entered, not claimed */
 	u64 last_ticket;
 	struct list_head done;		/* completed, not waited; oldest first */
 	unsigned int nr_done;
