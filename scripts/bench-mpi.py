@@ -44,7 +44,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (PERFTEST_STEADY, bench_csv, kernels_clean, launch_report,  # noqa: E402
+from benchlib import (BENCH_MEM_MIB, PERFTEST_STEADY, bench_csv, kernels_clean, launch_report,  # noqa: E402
                       perftest_pair)
 from cluster import Cluster, ClusterError  # noqa: E402
 
@@ -139,6 +139,9 @@ def judge(rounds, name, num, den, goal, at_most):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
+    ap.add_argument("--mem", type=int, default=BENCH_MEM_MIB,
+                    help="guest RAM in MiB (default %d: benchlib.BENCH_MEM_MIB says why)"
+                    % BENCH_MEM_MIB)
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds of the goal figures (default 5, --quick 2)")
@@ -150,9 +153,9 @@ def main():
     results = {}
     t0 = time.monotonic()
     try:
-        with Cluster(2) as c:
-            print("cluster: 2 nodes ready in %.1f s; load: %s"
-                  % (time.monotonic() - t0, open("/proc/loadavg").read().split()[:3]))
+        with Cluster(2, mem=a.mem) as c:
+            print("cluster: 2 nodes of %d MiB ready in %.1f s; load: %s"
+                  % (a.mem, time.monotonic() - t0, open("/proc/loadavg").read().split()[:3]))
             n = 200 if a.quick else 2000
             send8 = perftest(c, "ib_send_lat", "-n %d -s 8" % n, 18700, "lat")
             write4m = perftest(c, "ib_write_bw", WRITE_BW_RUN, 18701, "bw")

@@ -10,6 +10,15 @@ import time
 from cluster import build_dir
 
 
+# Guest RAM (MiB) of the Verbs and MPI benchmarks' two nodes. The clusters' default (256)
+# leaves a guest ~206 MiB, and every new process's buffers come out more scattered than
+# the last one's: ib_write_bw 1 MiB 18 -> 12 GB/s over six runs in one cluster (60-125
+# physically contiguous ranges per 2 MiB registration), a cost per DMA descriptor that
+# real hardware does not have and a TCG guest pays many times over. With 448 the same
+# six runs kept 16.5-18.8 GB/s (docs/notes.md, thirty-fifth session). Below 512: the
+# guest kernel turns transparent huge pages on from 512 MiB, and they made Writes slower.
+BENCH_MEM_MIB = 448
+
 # MPI payload on the management network of this size or more would mean a TCP lane
 # (launch, wire-up addresses and output are less).
 MGMT_SLACK = 512 << 10
