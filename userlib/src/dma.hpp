@@ -354,6 +354,11 @@ class StartCache {
 public:
     static constexpr std::size_t kChains = 16;  // chains kept
     static constexpr std::size_t kSeen = 32;    // lists seen once, remembered by hash
+    // Longer lists go one-shot: a chain's descriptors count against the
+    // file's budget in the driver (4 x 65 536), which the program's own
+    // chains and runs share; kept chains take at most 16 x 1 024 of it
+    // (a MiB of scattered pages is 256 entries).
+    static constexpr std::size_t kMaxEntries = 1024;
 
     struct Stats {
         std::uint64_t hits = 0;     // starts of a cached chain

@@ -17,6 +17,8 @@ namespace {
 
 // peach2_xfer has no padding (uapi layout), so its bytes are its value.
 static_assert(sizeof(peach2_xfer) == 48);
+// A kept list is one run.
+static_assert(StartCache::kMaxEntries <= PEACH2_DMA_MAX_XFERS);
 
 std::string_view bytes_of(std::span<const peach2_xfer> entries) noexcept {
     return {reinterpret_cast<const char*>(entries.data()), entries.size_bytes()};
@@ -33,7 +35,7 @@ std::uint64_t hash_of(std::span<const peach2_xfer> entries) noexcept {
 }  // namespace
 
 std::uint32_t StartCache::acquire(std::span<const peach2_xfer> entries) {
-    if (entries.empty() || entries.size() > PEACH2_DMA_MAX_XFERS)
+    if (entries.empty() || entries.size() > kMaxEntries)
         return 0;
     const std::uint64_t hash = hash_of(entries);
     std::lock_guard<std::mutex> lock(mu_);

@@ -542,8 +542,13 @@ TEST(StartCache, RefusedCreationsAndOddListsStayOneShot) {
         EXPECT_EQ(0u, f.start(v));
     EXPECT_EQ(0u, f.cache.size());
     f.drv.fail_create = 0;
-    const auto big = list(1, 2, PEACH2_DMA_MAX_XFERS + 1);
+    const auto big = list(1, 2, StartCache::kMaxEntries + 1);
     EXPECT_EQ(0u, f.cache.acquire(big));
-    EXPECT_EQ(0u, f.cache.acquire(big)) << "beyond one run: never cached";
+    EXPECT_EQ(0u, f.cache.acquire(big)) << "too long: never cached";
+    const auto longest = list(1, 2, StartCache::kMaxEntries);
+    f.cache.acquire(longest);
+    const std::uint32_t chain = f.cache.acquire(longest);
+    EXPECT_NE(0u, chain) << "as long as may be kept";
+    f.cache.release(chain, false);
     EXPECT_EQ(0u, f.cache.acquire({}));
 }
