@@ -198,6 +198,8 @@ private:
     bool same(std::span<const tcaChunk> pieces) const noexcept {
         return pieces.data() == pieces_.data() && pieces.size() == pieces_.size();
     }
+    // Starts over (total known, no walk) when `pieces` are not the last ones.
+    void remember(std::span<const tcaChunk> pieces) noexcept;
     std::span<const tcaChunk> pieces_;
     std::uint64_t total_ = 0;
     bool walked_ = false;  // end_ and at_ are known

@@ -177,12 +177,16 @@ int plan_contiguous(const DmaRequest& r, std::vector<peach2_xfer>* out, PlanMemo
 
 }  // namespace
 
+void SideMemo::remember(std::span<const tcaChunk> pieces) noexcept {
+    if (same(pieces))
+        return;
+    pieces_ = pieces;
+    total_ = total_of(pieces);
+    walked_ = false;
+}
+
 std::uint64_t SideMemo::total(std::span<const tcaChunk> pieces) noexcept {
-    if (!same(pieces)) {
-        pieces_ = pieces;
-        total_ = total_of(pieces);
-        walked_ = false;
-    }
+    remember(pieces);
     return total_;
 }
 
@@ -196,10 +200,7 @@ PieceWalk SideMemo::walk(std::span<const tcaChunk> pieces, std::uint64_t offset)
 
 void SideMemo::ended(std::span<const tcaChunk> pieces, std::uint64_t offset,
                      const PieceWalk& at) noexcept {
-    if (!same(pieces)) {
-        pieces_ = pieces;
-        total_ = total_of(pieces);
-    }
+    remember(pieces);
     walked_ = true;
     end_ = offset;
     at_ = at;
