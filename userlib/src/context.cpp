@@ -145,11 +145,15 @@ int Context::free(void* ptr) {
     for (const tcaChunk& piece : it->second->pieces)
         by_global_.erase(piece.global_addr);
     // The driver ends the buffer's exports and names when it frees it.
-    forget_names(it->second.get());
-    dma_->cache().forget(it->second->id());  // a reused handle must not start old chains
-    const int rc = it->second->release();
+    const int rc = release_buffer(*it->second);
     buffers_.erase(it);
     return rc;
+}
+
+int Context::release_buffer(DriverBuffer& b) {
+    forget_names(&b);
+    dma_->cache().forget(b.id());
+    return b.release();
 }
 
 int Context::locate(const void* ptr, std::uint64_t len, Located* out) const noexcept {

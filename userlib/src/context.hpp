@@ -158,6 +158,10 @@ private:
     // release ends them in the driver).
     bool carries_names(const DriverBuffer* b) const noexcept;
     void forget_names(const DriverBuffer* b) noexcept;
+    // Frees a tcaMalloc buffer or ends a registration in the driver, after
+    // forgetting its names and the start cache's chains of it (a reused
+    // handle must not start old chains); the caller drops it from its map.
+    int release_buffer(DriverBuffer& b);
     std::unique_ptr<RpState> rp_;  // after fd_: released before the close
     std::atomic<RpState*> rp_fast_{nullptr};
     std::array<PeerHistory, PEACH2_MAX_NODES> history_{};

@@ -397,7 +397,7 @@ private:
     };
     bool names(const Entry& e, std::uint32_t handle) const noexcept;
     std::uint32_t build(std::span<const peach2_xfer> entries, std::uint64_t hash);
-    void retire(std::vector<Entry>::iterator it);
+    std::vector<Entry>::iterator retire(std::vector<Entry>::iterator it);
     void destroy_idle();
 
     DriverPort& port_;

@@ -29,7 +29,8 @@ std::string_view bytes_of(std::span<const peach2_xfer> entries) noexcept {
 // more guest time than the comparison. Never 0 (an empty slot of seen_).
 std::uint64_t hash_of(std::span<const peach2_xfer> entries) noexcept {
     const peach2_xfer ends[2] = {entries.front(), entries.back()};
-    return (std::hash<std::string_view>{}(bytes_of(ends)) ^ (entries.size() * 0x9e3779b97f4a7c15ull)) | 1;
+    const std::uint64_t h = std::hash<std::string_view>{}(bytes_of(ends));
+    return (h ^ (entries.size() * 0x9e3779b97f4a7c15ull)) | 1;
 }
 
 }  // namespace
@@ -78,6 +79,7 @@ std::uint32_t StartCache::build(std::span<const peach2_xfer> entries, std::uint6
             return (a.users != 0) != (b.users != 0) ? a.users == 0 : a.used < b.used;
         });
         retire(lru);
+        destroy_idle();
     }
     Entry e;
     e.key.assign(entries.begin(), entries.end());
@@ -109,22 +111,15 @@ bool StartCache::names(const Entry& e, std::uint32_t handle) const noexcept {
 
 void StartCache::forget(std::uint32_t handle) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = kept_.begin(); it != kept_.end();) {
-        if (names(*it, handle)) {
-            dying_.push_back(std::move(*it));
-            it = kept_.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    if (!dying_.empty())
-        destroy_idle();
+    for (auto it = kept_.begin(); it != kept_.end();)
+        it = names(*it, handle) ? retire(it) : it + 1;
+    destroy_idle();
 }
 
-void StartCache::retire(std::vector<Entry>::iterator it) {
+// Moves a kept chain to the dying ones; the next kept one.
+std::vector<StartCache::Entry>::iterator StartCache::retire(std::vector<Entry>::iterator it) {
     dying_.push_back(std::move(*it));
-    kept_.erase(it);
-    destroy_idle();
+    return kept_.erase(it);
 }
 
 // Destroys the dying chains nobody holds; one still running (-EBUSY) is

@@ -103,9 +103,7 @@ int Context::deregister_memory(void* ptr, std::size_t size) {
         return TCA_ENOTBUF;
     if (rp_ && rp_->pins().busy(gone->second->id(), monotonic_ns()))
         return -EBUSY;
-    forget_names(gone->second.get());
-    dma_->cache().forget(gone->second->id());  // a reused handle must not start old chains
-    const int rc = gone->second->release();  // the driver ends its exports and names
+    const int rc = release_buffer(*gone->second);  // the driver ends its exports and names
     registered_.erase(gone);
     return rc;
 }
