@@ -44,8 +44,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (BENCH_MEM_MIB, PERFTEST_STEADY, bench_csv, kernels_clean, launch_report,  # noqa: E402
-                      perftest_pair)
+from benchlib import (PERFTEST_STEADY, add_mem_argument, bench_csv, kernels_clean,  # noqa: E402
+                      launch_report, perftest_pair)
 from cluster import Cluster, ClusterError  # noqa: E402
 
 LAUNCH = {"openmpi": "mpirun -np 2 %s mpi_pingpong.openmpi",
@@ -139,9 +139,7 @@ def judge(rounds, name, num, den, goal, at_most):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
-    ap.add_argument("--mem", type=int, default=BENCH_MEM_MIB,
-                    help="guest RAM in MiB (default %d: benchlib.BENCH_MEM_MIB says why)"
-                    % BENCH_MEM_MIB)
+    add_mem_argument(ap)
     ap.add_argument("--csv", default=None, help="where to write the CSV")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds of the goal figures (default 5, --quick 2)")

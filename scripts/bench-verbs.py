@@ -43,7 +43,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (BENCH_MEM_MIB, PERFTEST_STEADY, bench_csv, kernels_clean,  # noqa: E402
+from benchlib import (PERFTEST_STEADY, add_mem_argument, bench_csv, kernels_clean,  # noqa: E402
                       perftest_pair)
 from cluster import Cluster, ClusterError  # noqa: E402
 
@@ -257,9 +257,7 @@ def bw_rounds(c, rounds, run_args, anchor_mib, chain_values, port, huge=False):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
-    ap.add_argument("--mem", type=int, default=BENCH_MEM_MIB,
-                    help="guest RAM in MiB (default %d: benchlib.BENCH_MEM_MIB says why)"
-                    % BENCH_MEM_MIB)
+    add_mem_argument(ap)
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds of the interleaved 8-byte latency runs (default 5, quick 2)")
     ap.add_argument("--bw-rounds", type=int, default=None,

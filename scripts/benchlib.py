@@ -19,6 +19,13 @@ from cluster import build_dir
 # guest kernel turns transparent huge pages on from 512 MiB, and they made Writes slower.
 BENCH_MEM_MIB = 448
 
+
+def add_mem_argument(ap):
+    """--mem for a benchmark's argparse parser: its guests' RAM, BENCH_MEM_MIB by default."""
+    ap.add_argument("--mem", type=int, default=BENCH_MEM_MIB,
+                    help="guest RAM in MiB (default %d: benchlib.BENCH_MEM_MIB says why)"
+                    % BENCH_MEM_MIB)
+
 # MPI payload on the management network of this size or more would mean a TCP lane
 # (launch, wire-up addresses and output are less).
 MGMT_SLACK = 512 << 10
