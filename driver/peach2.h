@@ -222,6 +222,7 @@ struct peach2_rp {
 	dma_addr_t ring_dma;
 	u32 ring_entries;
 	u32 head;			/* entries consumed (free running) */
+	bool thread_normal;		/* the thread left SCHED_FIFO (rproxy.c) */
 	/* The serving thread's look for the next request (rproxy.c). */
 	u32 poll_us;			/* 0: none; at most rp_poll_us */
 	ktime_t served_at;		/* its last answer */

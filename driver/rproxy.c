@@ -76,6 +76,7 @@
 #include <linux/overflow.h>
 #include <linux/pci.h>
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/sched/stat.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -1602,12 +1603,11 @@ static int peach2_rp_serve(struct peach2_dev *p2)
  * polling does, at each request that comes by interrupt: back to
  * rp_poll_us when it came within twice that of the last answer (its
  * interrupt's own delay included: a look would have found it), else
- * halved, down to none. The thread runs at real-time priority, so no
- * ordinary task preempts a look: while another one is runnable here, looks
- * spin at most half of each PEACH2_RP_SHARE_WINDOW_NS (KVM's halt polling
- * stops at once then; a node's own program that spins for its MPI
- * messages would end every look, and the requests it waits for would wait
- * for interrupts).
+ * halved, down to none. While another task is runnable here, looks spin
+ * at most half of each PEACH2_RP_SHARE_WINDOW_NS, even before the
+ * scheduler asks for the CPU back (KVM's halt polling stops at once then;
+ * a node's own program that spins for its MPI messages would end every
+ * look, and the requests it waits for would wait for interrupts).
  */
 /* peach2_rp_serve() within a look: what it takes counts as found by looking. */
 static int peach2_rp_serve_looking(struct peach2_dev *p2)
@@ -1622,7 +1622,11 @@ static int peach2_rp_serve_looking(struct peach2_dev *p2)
 	return taken;
 }
 
-/* May a look that began at @start go on at @now? Counts what it spun. */
+/*
+ * May a look that began at @start go on at @now? Not when the scheduler
+ * wants the CPU for another task, nor, while another one is runnable, past
+ * the look's share. A look that gives way is counted.
+ */
 static bool peach2_rp_look_shares(struct peach2_rp *rp, ktime_t start, ktime_t now)
 {
 	s64 spun = ktime_to_ns(ktime_sub(now, start));
@@ -1631,8 +1635,9 @@ static bool peach2_rp_look_shares(struct peach2_rp *rp, ktime_t start, ktime_t n
 		rp->share_start = now;
 		rp->share_ns = 0;
 	}
-	if (single_task_running() ||
-	    rp->share_ns + spun < PEACH2_RP_SHARE_WINDOW_NS / 2)
+	if (!need_resched() &&
+	    (single_task_running() ||
+	     rp->share_ns + spun < PEACH2_RP_SHARE_WINDOW_NS / 2))
 		return true;
 	atomic64_inc(&rp->stats.looks_yielded);
 	return false;
@@ -1647,7 +1652,7 @@ static void peach2_rp_look(struct peach2_dev *p2)
 
 	peach2_int_mask_set(p2, PEACH2_INT_RP, true);
 	peach2_rp_set_step(rp, PEACH2_RP_LOOKING);
-	while (!READ_ONCE(rp->stopping) && !need_resched() &&
+	while (!READ_ONCE(rp->stopping) &&
 	       peach2_rp_look_shares(rp, start, now)) {
 		taken = peach2_rp_serve_looking(p2);
 		if (taken < 0)
@@ -1674,6 +1679,24 @@ static void peach2_rp_look(struct peach2_dev *p2)
 	peach2_int_mask_set(p2, PEACH2_INT_RP, false);
 }
 
+/*
+ * Requests are work other nodes give this one: the thread serving them
+ * runs at ordinary priority, once, at its first run. As an interrupt
+ * thread it would run at SCHED_FIFO, which no ordinary task preempts: a
+ * peer's flood of gets would take this node's CPU from its own tasks (they
+ * kept the 5% that RT throttling leaves; a shell took 7 s to answer). Now
+ * the scheduler shares the CPU; when the thread gets too little of it the
+ * ring fills and the card answers the excess RP_FULL: the requester is the
+ * one slowed down. An idle node still wakes the thread at once.
+ */
+static void peach2_rp_thread_priority(struct peach2_rp *rp)
+{
+	if (likely(rp->thread_normal))
+		return;
+	sched_set_normal(current, 0);
+	rp->thread_normal = true;
+}
+
 static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 {
 	struct peach2_dev *p2 = data;
@@ -1681,6 +1704,7 @@ static irqreturn_t peach2_rp_irq_thread(int irq, void *data)
 	unsigned int max_us = min(READ_ONCE(peach2_rp_poll_us), PEACH2_RP_POLL_MAX_US);
 	ktime_t now = ktime_get();
 
+	peach2_rp_thread_priority(rp);
 	atomic64_inc(&rp->stats.irq_runs);
 	peach2_rp_set_step(rp, PEACH2_RP_SERVING);
 	/* Clear first: entries queued from now on raise it again. */
@@ -1978,6 +2002,7 @@ int peach2_rp_probe(struct peach2_dev *p2)
 	snprintf(rp->irq_name, sizeof(rp->irq_name), "%s-rp",
 		 dev_name(&p2->dev));
 	rp->irq = pci_irq_vector(pdev, PEACH2_INT_VECTOR_RP);
+	rp->thread_normal = false;	/* a new thread */
 	ret = request_threaded_irq(rp->irq, NULL, peach2_rp_irq_thread,
 				   IRQF_ONESHOT, rp->irq_name, p2);
 	if (ret) {

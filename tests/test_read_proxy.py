@@ -138,7 +138,7 @@ def test_serving_thread_looks_for_the_next_request(cluster2):
     unchanged, the look `poll_us` 0); with rp_poll_us=200 it looks for the next one after
     answering and finds many that way, with fewer request interrupts than requests.
     With a busy loop on node 0 the looks give way (`looks_yielded` well above the idle
-    node's count). Requests 5 ms apart shrink the look back to none (halved at each
+    node's count: the scheduler asks for the CPU back, or the looks' share is spent). Requests 5 ms apart shrink the look back to none (halved at each
     interrupt that came too late)."""
     c = cluster2
     default = int(check(c, 0, "cat %s" % POLL_US))
@@ -166,18 +166,18 @@ def test_serving_thread_looks_for_the_next_request(cluster2):
         assert d["polled"] == 0 and after["poll_us"] == 0, d
         assert d["irqs"] >= d["served_read"], d
         check(c, 0, "echo 200 > %s" % POLL_US)
-        d, after = gets("--iters 1000")
+        d, after = gets("--iters 3000")
         # How many come soon enough for a look depends on the host's load: some do.
         assert d["polled"] > 0 and d["irqs"] < d["served_read"], d
         alone = d["looks_yielded"]  # the node's own daemons wake now and then
-        # A busy loop wants node 0's CPU: the looks spin at most half the time.
+        # A busy loop wants node 0's CPU: the looks give it back.
         hog = int(check(c, 0, "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!")
                   .split()[-1])
         try:
-            d, after = gets("--iters 1000")
+            d, after = gets("--iters 3000")
         finally:
             check(c, 0, "kill %d" % hog)
-        assert d["looks_yielded"] > max(20, 3 * alone), (alone, d)
+        assert d["looks_yielded"] > max(20, 2 * alone), (alone, d)
         d, after = gets("--iters 12 --pause-us 5000")
         assert after["poll_us"] == 0, after
     finally:
@@ -259,10 +259,22 @@ def test_target_process_dies_while_requests_are_in_flight(cluster2, how):
     assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
 
 
+# Takes the target's only CPU for half a second at a real-time priority (a target
+# busy with more urgent work): the serving thread, an ordinary task, waits it out,
+# so the ring fills. Otherwise whether it fills depends on the host's scheduling
+# (CI saw a 10 s flood of 444 000 gets without one RP_FULL).
+RT_HOG = ("python3 -c 'import os, time; "
+          "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(98)); "
+          "end = time.monotonic() + 0.5; "
+          "exec(\"while time.monotonic() < end: pass\")'")
+
+
 def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
-    """1000 gets in flight against a 256-entry ring for 10 s: the card answers the
-    excess RP_FULL and the library retries them; every get completes, the target's
-    shell answers during the flood, and plain gets work afterwards."""
+    """1000 gets in flight against a 256-entry ring for 10 s. The target's shell
+    answers within 2 s all along (the serving thread shares the CPU: at SCHED_FIFO it
+    took 4-7 s); half a second of a real-time task on the target fills the ring, the
+    card answers the excess RP_FULL and the library retries them; every get completes
+    and plain gets work afterwards."""
     c = cluster2
     before = _rproxy(c, 0)
     pid = _start_serve(c, 0, "--peer 1 --seed 8 --seconds 600")
@@ -275,10 +287,13 @@ def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
     t = threading.Thread(target=flood)
     t.start()
     wait_until(lambda: "READY" in _serve_log(c, 0), timeout=120, what="serve READY")
-    time.sleep(4)
-    t0 = time.monotonic()
-    during = _rproxy(c, 0)            # the target answers a command mid-flood
-    answer_s = time.monotonic() - t0
+    answers = []                      # the target answers commands mid-flood
+    for _ in range(4):
+        t0 = time.monotonic()
+        during = _rproxy(c, 0)
+        answers.append(time.monotonic() - t0)
+        time.sleep(0.5)
+    check(c, 0, RT_HOG)
     t.join()
     rc, out = res["flood"]
     log = _wait_serve(c, 0, pid)
@@ -291,7 +306,9 @@ def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
     after = _rproxy(c, 0)
     assert after["card_rx_refused"] - before["card_rx_refused"] >= full, (before, after)
     assert during["served_read"] > before["served_read"], (before, during)
-    print("flood: %s; target answered a shell command mid-flood in %.2f s" % (m.group(0), answer_s))
+    print("flood: %s; the target's shell answered mid-flood in %s s"
+          % (m.group(0), " ".join("%.2f" % a for a in answers)))
+    assert max(answers) < 2.0, "the flood took the target's CPU: %s" % answers
     rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 9", "get-verify --seed 9 --iters 20")
     assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
 
