@@ -21,7 +21,8 @@ from peach2_testlib import check, sysfs_read, wait_sysfs, wait_until
 
 pytestmark = pytest.mark.vm
 
-STREAM = "--lanes 2 --count 100000 --max-len 16384"
+# Longer than any test waits: only the cut can end it (a faster host must not finish it first).
+STREAM = "--lanes 2 --count 1000000000 --max-len 16384"
 
 
 @pytest.fixture(scope="module")

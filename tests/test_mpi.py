@@ -165,7 +165,10 @@ def test_ucx_perftest(cluster2):
                               ("ucp_put_bw", "65536", 50), ("ucp_get", "65536", 50)):
         c.run(1, "killall ucx_perftest; true")  # a server left from the step before
         check(c, 1, "(ucx_perftest >/tmp/perf-server.log 2>&1 &)")
-        time.sleep(1)
+        # The client connects once, without retrying: wait until the server listens
+        # (on its default port).
+        wait_until(lambda: c.run(1, "ss -ltnH 'sport = :13337'")[1].strip(), timeout=60,
+                   what="ucx_perftest's server on node1 to listen")
         tx0 = card_bytes(c, 0)[0] + card_bytes(c, 1)[0]
         out = check(c, 0, "ucx_perftest node1 -t %s -s %s -n %d 2>&1" % (test, size, iters),
                     timeout=300)

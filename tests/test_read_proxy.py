@@ -57,6 +57,48 @@ def _wait_serve(c, node, pid, timeout=120):
     return _serve_log(c, node)
 
 
+# A busy loop at SCHED_FIFO 98 (a node busy with more urgent work): the serving thread,
+# an ordinary task, waits it out while requests pile up in the ring. It is armed before
+# the client starts (python3 takes seconds to start in a guest) and begins `delay` s
+# after the server's READY, so it lands while the gets run however fast the host is.
+RT_BUSY = """
+import os, sys, time
+secs, log, delay = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(98))
+open("/tmp/rt_busy.armed", "w").close()
+limit = time.monotonic() + 120
+while b"READY" not in open(log, "rb").read():
+    if time.monotonic() > limit:
+        sys.exit("rt_busy: no READY in %s" % log)
+    time.sleep(0.001)
+time.sleep(delay)
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    pass
+print("rt_busy: %.1f s busy" % secs)
+"""
+
+
+def _arm_rt_busy(c, node, tmp_path, secs, delay=0.0):
+    """Start RT_BUSY on `node` (after _start_serve there); returns its pid once armed."""
+    src = tmp_path / "rt_busy.py"
+    src.write_text(RT_BUSY)
+    c.copy_in(str(src), "/tmp/rt_busy.py", nodes=[node])
+    out = check(c, node, "rm -f /tmp/rt_busy.armed; python3 /tmp/rt_busy.py %s %s %s "
+                ">/tmp/rt_busy.log 2>&1 & echo $!" % (secs, SERVE_LOG, delay))
+    wait_until(lambda: c.run(node, "test -e /tmp/rt_busy.armed")[0] == 0, timeout=60,
+               what="the real-time busy loop on node%d to start" % node)
+    return int(out.strip().splitlines()[-1])
+
+
+def _rt_busy_done(c, node, pid):
+    """Wait for RT_BUSY to end; assert it ran."""
+    wait_until(lambda: c.run(node, "kill -0 %d 2>/dev/null" % pid)[0] != 0, timeout=120,
+               what="the real-time busy loop on node%d to end" % node)
+    log = c.run(node, "cat /tmp/rt_busy.log")[1]
+    assert "s busy" in log, "the real-time busy loop did not run: %s" % log
+
+
 @pytest.mark.parametrize("target,reader", [(0, 1), (1, 0)])
 def test_get_random_sizes_while_target_process_is_stopped(cluster2, target, reader):
     """300 gets of random sizes (4 B .. 1 MiB) at random offsets, 4 in flight, each
@@ -94,19 +136,24 @@ def test_get_random_sizes_while_target_process_is_stopped(cluster2, target, read
     assert after["exports"] == before["exports"], "export left behind: %s" % after
 
 
-def test_queued_gets_share_chain_runs(cluster2):
+def test_queued_gets_share_chain_runs(cluster2, tmp_path):
     """2000 gets of 4 B .. 64 KiB from node 1 with 64 in flight, every byte checked: node
     0's driver answers the requests it finds queued together, in one chain run on its proxy
     channel, so it ran fewer runs than it answered requests (sysfs `reply_runs` against
     `replies` and `served_read`), with no reply errors; and most of those runs, ending
-    inside their start, raised no interrupt on the reply channel."""
+    inside their start, raised no interrupt on the reply channel. Requests are queued
+    together for sure when the gets begin: node 0's CPU is busy at a real-time priority
+    for 0.2 s then (whether they queue otherwise depends on the host's scheduling)."""
     c = cluster2
     before = _rproxy(c, 0)
     irqs_before = _irqs(c, 0, "peach2-0-rpdma")
-    rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 12",
-                                       "get-verify --seed 12 --iters 2000 --max-len 64K "
-                                       "--inflight 64")
-    assert rc_s == 0 and rc_c == 0, out_s + out_c
+    pid = _start_serve(c, 0, "--peer 1 --seed 12")
+    busy = _arm_rt_busy(c, 0, tmp_path, 0.2)
+    rc_c, out_c = c.run(1, "tca_check rp get-verify --peer 0 --seed 12 --iters 2000 "
+                        "--max-len 64K --inflight 64", timeout=600)
+    out_s = _wait_serve(c, 0, pid)
+    _rt_busy_done(c, 0, busy)
+    assert rc_c == 0 and "done (clients done)" in out_s, out_s + out_c
     m = re.search(r"get-verify: (\d+) gets, (\d+) bytes, (\d+) mismatches, (\d+) errors", out_c)
     assert m and (int(m.group(1)), int(m.group(3)), int(m.group(4))) == (2000, 0, 0), out_c
     after = _rproxy(c, 0)
@@ -259,25 +306,17 @@ def test_target_process_dies_while_requests_are_in_flight(cluster2, how):
     assert rc_s == 0 and rc_c == 0 and " 0 mismatches, 0 errors" in out_c, out_s + out_c
 
 
-# Takes the target's only CPU for half a second at a real-time priority (a target
-# busy with more urgent work): the serving thread, an ordinary task, waits it out,
-# so the ring fills. Otherwise whether it fills depends on the host's scheduling
-# (CI saw a 10 s flood of 444 000 gets without one RP_FULL).
-RT_HOG = ("python3 -c 'import os, time; "
-          "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(98)); "
-          "end = time.monotonic() + 0.5; "
-          "exec(\"while time.monotonic() < end: pass\")'")
-
-
-def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
+def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2, tmp_path):
     """1000 gets in flight against a 256-entry ring for 10 s. The target's shell
     answers within 2 s all along (the serving thread shares the CPU: at SCHED_FIFO it
-    took 4-7 s); half a second of a real-time task on the target fills the ring, the
-    card answers the excess RP_FULL and the library retries them; every get completes
-    and plain gets work afterwards."""
+    took 4-7 s); half a second of a real-time task on the target, 4 s after the server's
+    READY, fills the ring (CI saw a flood of 444 000 gets without one RP_FULL when the
+    thread kept up), the card answers the excess RP_FULL and the library retries them;
+    every get completes and plain gets work afterwards."""
     c = cluster2
     before = _rproxy(c, 0)
     pid = _start_serve(c, 0, "--peer 1 --seed 8 --seconds 600")
+    busy = _arm_rt_busy(c, 0, tmp_path, 0.5, delay=4.0)
     res = {}
 
     def flood():
@@ -293,10 +332,10 @@ def test_request_flood_fills_the_ring_without_wedging_the_target(cluster2):
         during = _rproxy(c, 0)
         answers.append(time.monotonic() - t0)
         time.sleep(0.5)
-    check(c, 0, RT_HOG)
     t.join()
     rc, out = res["flood"]
     log = _wait_serve(c, 0, pid)
+    _rt_busy_done(c, 0, busy)
     assert rc == 0, out
     m = re.search(r"ok=(\d+) rp_full=(\d+) refused=(\d+) timeout=(\d+) other=(\d+)", out)
     assert m, out
