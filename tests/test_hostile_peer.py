@@ -10,6 +10,8 @@ import os
 import random
 import re
 import socket
+import struct
+import threading
 import time
 
 import pytest
@@ -207,6 +209,58 @@ def test_a_peer_that_never_reads_stalls_only_its_own_link(rc):
     out = check(c, 0, "tca_check dma chain --descs 64 --starts 2", timeout=300)
     assert "PASS" in out.strip().splitlines()[-1], out
     print("local chain (3 x 1 MiB) with W backed up: %.1f s" % took)
+
+
+def _misc_irqs(c, node):
+    """Interrupts of the card's vector 0 (errors, links, mailbox) on `node` (its card is
+    peach2-0 there)."""
+    for line in check(c, node, "cat /proc/interrupts").splitlines():
+        fields = line.split()
+        if fields and fields[-1] == "peach2-0":
+            return sum(int(f) for f in fields[1:] if f.isdigit())
+    raise AssertionError("no peach2-0 line in node%d's /proc/interrupts" % node)
+
+
+def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
+    """The rogue streams 8-byte WRITEs into its slot of node 0's mailbox for 8 s, each
+    setting INT_STATUS.MAILBOX. The card sends no new message until the driver clears the
+    bit, so node 0 takes one interrupt per batch the card receives, not one per write
+    (an interrupt per write would take its CPU), and its shell answers within 2 s all
+    along. The honest link stays up."""
+    c = rc
+    b0, b1 = errors(c, 0), errors(c, 1)
+    rx0 = port_counters(c, 0, "W")["rx_pkts"]
+    irqs0 = _misc_irqs(c, 0)
+    slot = hw("PEACH2_CARD_OFF") + hw("PEACH2_CARD_MAILBOX_OFF") + 2 * hw("PEACH2_MAILBOX_SLOT_SIZE")
+    sent, answers = [0], []
+    with rogue(c) as r:
+        rogue_up(c, r)
+        end = time.monotonic() + 8
+
+        def storm():
+            while time.monotonic() < end:
+                r.send_raw(b"".join(r.write_packet(0, slot, struct.pack("<Q", sent[0] + i), src=2)
+                                    for i in range(5000)))
+                sent[0] += 5000
+
+        t = threading.Thread(target=storm)
+        t.start()
+        while t.is_alive():
+            t0 = time.monotonic()
+            c.run(0, "true")
+            answers.append(time.monotonic() - t0)
+            time.sleep(0.5)
+        t.join()
+        wait_until(lambda: port_counters(c, 0, "W")["rx_pkts"] - rx0 > sent[0], timeout=60,
+                   what="node 0 to take in the rogue's %d writes" % sent[0])
+    wait_until(lambda: not sysfs_read(c, 0, "link_w").startswith("up"), timeout=30)
+    irqs = _misc_irqs(c, 0) - irqs0
+    print("mailbox storm: %d writes, %d interrupts on node 0; its shell answered in %s s"
+          % (sent[0], irqs, " ".join("%.2f" % a for a in answers)))
+    assert sent[0] > 100000, sent
+    assert max(answers) < 2.0, "the storm took node 0's CPU: %s" % answers
+    assert irqs < sent[0] // 100, (irqs, sent[0])
+    honest_link_intact(c, b0, b1)
 
 
 def test_a_peer_must_be_the_one_the_firmware_cables_there(rc):
