@@ -113,6 +113,16 @@ def sysfs_read(c, node, attr, dev=SYSFS):
     return check(c, node, "cat %s/%s" % (dev, attr)).strip()
 
 
+def irq_count(c, node, name):
+    """Interrupts of the vector named `name` (e.g. peach2-0, peach2-0-rp) on `node`, all
+    CPUs, from /proc/interrupts."""
+    for line in check(c, node, "cat /proc/interrupts").splitlines():
+        fields = line.split()
+        if fields and fields[-1] == name:
+            return sum(int(f) for f in fields[1:] if f.isdigit())
+    raise AssertionError("no %s line in node%d's /proc/interrupts" % (name, node))
+
+
 def wait_until(fn, timeout=10.0, interval=0.2, what="condition"):
     """Call fn() until it returns a truthy value; return it. On timeout raise
     AssertionError with the last value seen."""

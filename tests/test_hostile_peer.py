@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from peach2_testlib import check, cluster_mod, hw, sysfs_read, wait_sysfs, wait_until
+from peach2_testlib import (check, cluster_mod, hw, irq_count, sysfs_read, wait_sysfs,
+                             wait_until)
 from rogue_peer import HELLO, RP_PIECE, RP_REQ, RoguePeer, doorbell, node_base
 
 pytestmark = pytest.mark.vm
@@ -211,16 +212,6 @@ def test_a_peer_that_never_reads_stalls_only_its_own_link(rc):
     print("local chain (3 x 1 MiB) with W backed up: %.1f s" % took)
 
 
-def _misc_irqs(c, node):
-    """Interrupts of the card's vector 0 (errors, links, mailbox) on `node` (its card is
-    peach2-0 there)."""
-    for line in check(c, node, "cat /proc/interrupts").splitlines():
-        fields = line.split()
-        if fields and fields[-1] == "peach2-0":
-            return sum(int(f) for f in fields[1:] if f.isdigit())
-    raise AssertionError("no peach2-0 line in node%d's /proc/interrupts" % node)
-
-
 def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
     """The rogue streams 8-byte WRITEs into its slot of node 0's mailbox for 8 s, each
     setting INT_STATUS.MAILBOX. The card sends no new message until the driver clears the
@@ -230,7 +221,7 @@ def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
     c = rc
     b0, b1 = errors(c, 0), errors(c, 1)
     rx0 = port_counters(c, 0, "W")["rx_pkts"]
-    irqs0 = _misc_irqs(c, 0)
+    irqs0 = irq_count(c, 0, "peach2-0")
     slot = hw("PEACH2_CARD_OFF") + hw("PEACH2_CARD_MAILBOX_OFF") + 2 * hw("PEACH2_MAILBOX_SLOT_SIZE")
     sent, answers = [0], []
     with rogue(c) as r:
@@ -254,7 +245,7 @@ def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
         wait_until(lambda: port_counters(c, 0, "W")["rx_pkts"] - rx0 > sent[0], timeout=60,
                    what="node 0 to take in the rogue's %d writes" % sent[0])
     wait_until(lambda: not sysfs_read(c, 0, "link_w").startswith("up"), timeout=30)
-    irqs = _misc_irqs(c, 0) - irqs0
+    irqs = irq_count(c, 0, "peach2-0") - irqs0
     print("mailbox storm: %d writes, %d interrupts on node 0; its shell answered in %s s"
           % (sent[0], irqs, " ".join("%.2f" % a for a in answers)))
     assert sent[0] > 100000, sent

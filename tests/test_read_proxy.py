@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from peach2_testlib import check, cluster_mod, err_code, rp_pair, sysfs_read, wait_until
+from peach2_testlib import (check, cluster_mod, err_code, irq_count, rp_pair, sysfs_read,
+                             wait_until)
 
 pytestmark = pytest.mark.vm
 
@@ -28,15 +29,6 @@ def _rproxy(c, node):
         assert m, "unexpected line in rproxy: %r" % line
         vals[m.group(1)] = int(m.group(2))
     return vals
-
-
-def _irqs(c, node, name):
-    """Interrupts of the vector named `name` (e.g. peach2-0-rpdma) on `node`, all CPUs."""
-    for line in check(c, node, "cat /proc/interrupts").splitlines():
-        fields = line.split()
-        if fields and fields[-1] == name:
-            return sum(int(f) for f in fields[1:] if f.isdigit())
-    raise AssertionError("no %s line in node%d's /proc/interrupts" % (name, node))
 
 
 def _start_serve(c, node, args):
@@ -146,7 +138,7 @@ def test_queued_gets_share_chain_runs(cluster2, tmp_path):
     for 0.2 s then (whether they queue otherwise depends on the host's scheduling)."""
     c = cluster2
     before = _rproxy(c, 0)
-    irqs_before = _irqs(c, 0, "peach2-0-rpdma")
+    irqs_before = irq_count(c, 0, "peach2-0-rpdma")
     pid = _start_serve(c, 0, "--peer 1 --seed 12")
     busy = _arm_rt_busy(c, 0, tmp_path, 0.2)
     rc_c, out_c = c.run(1, "tca_check rp get-verify --peer 0 --seed 12 --iters 2000 "
@@ -167,7 +159,7 @@ def test_queued_gets_share_chain_runs(cluster2, tmp_path):
     assert after["replies_max"] > 1, after
     # The reply channel's interrupt is masked unless a run outlasts its start: most
     # runs (those of up to 64 KiB, the card's first slice) raise none.
-    irqs = _irqs(c, 0, "peach2-0-rpdma") - irqs_before
+    irqs = irq_count(c, 0, "peach2-0-rpdma") - irqs_before
     print("reply channel interrupts: %d for %d runs" % (irqs, d["reply_runs"]))
     assert irqs < d["reply_runs"] // 2, (irqs, d)
     print("%d requests answered in %d chain runs (%.1f per run; the most in one run since "
@@ -192,7 +184,7 @@ def test_serving_thread_looks_for_the_next_request(cluster2):
     assert default == cluster_mod.rp_look_us(c.n, c.transport, c.link_transport), default
 
     def gets(args):
-        before, irqs = _rproxy(c, 0), _irqs(c, 0, "peach2-0-rp")
+        before, irqs = _rproxy(c, 0), irq_count(c, 0, "peach2-0-rp")
         rc_s, out_s, rc_c, out_c = rp_pair(c, 0, 1, "--seed 5",
                                            "get-verify --seed 5 --max-len 64 " + args)
         assert rc_s == 0 and rc_c == 0, out_s + out_c
@@ -200,7 +192,7 @@ def test_serving_thread_looks_for_the_next_request(cluster2):
         assert m and int(m.group(2)) == int(m.group(3)) == 0, out_c
         after = _rproxy(c, 0)
         d = {k: after[k] - before[k] for k in after}
-        d["irqs"] = _irqs(c, 0, "peach2-0-rp") - irqs
+        d["irqs"] = irq_count(c, 0, "peach2-0-rp") - irqs
         print("%s: served %d, polled %d, request interrupts %d, looks yielded %d, look now %d us"
               % (args, d["served_read"], d["polled"], d["irqs"], d["looks_yielded"],
                  after["poll_us"]))
