@@ -216,7 +216,8 @@ def test_serving_thread_looks_for_the_next_request(cluster2):
             d, after = gets("--iters 3000")
         finally:
             check(c, 0, "kill %d" % hog)
-        assert d["looks_yielded"] > max(20, 2 * alone), (alone, d)
+        # (3 runs: 89-191 against 18-23 alone; a node busier than usual raises both.)
+        assert d["looks_yielded"] > alone + 20, (alone, d)
         d, after = gets("--iters 12 --pause-us 5000")
         assert after["poll_us"] == 0, after
     finally:
