@@ -141,7 +141,7 @@ int Server::run() {
             ? !s_.ok(tcaExport(ctrl_, kCtrlSize, TCA_EXPORT_ATOMIC, &ctrl), "tcaExport(counter)")
             : !s_.handle(ctrl_, kCtrlSize, &ctrl, "tcaGetHandle"))
         return 1;
-    const std::uint64_t start = tcatools::now_ns();
+    std::uint64_t start = 0;
     bool finished = false;
     for (std::uint64_t round = 0; round < o_.rounds && !finished; ++round) {
         if (!offer(data, ctrl))
@@ -149,6 +149,10 @@ int Server::run() {
         s_.say("READY node=%d export=%u key=0x%08x size=%" PRIu64 " seed=%" PRIu64
                " round=%" PRIu64,
                s_.self(), exported_.export_id, exported_.export_key, data.size, o_.seed, round + 1);
+        // The clock of --seconds and the events starts once the first client
+        // has the handles: a client slow to start still sees them happen.
+        if (round == 0)
+            start = tcatools::now_ns();
         if (round == 0 && o_.self_faa) {
             std::uint64_t old = 0;
             for (std::uint64_t i = 0; i < o_.self_faa; ++i)
@@ -185,7 +189,8 @@ int rp_serve(int argc, char** argv) {
         "--whole-handle then sends a handle claiming the whole buffer), and a control page\n"
         "whose first 8 bytes are a counter (exported for atomics with --counter). It then\n"
         "sleeps until every peer said done (--rounds times, one client each), or --seconds;\n"
-        "the --*-after-ms events happen that long after the start.");
+        "--seconds and the --*-after-ms events count from the first READY (a client has the\n"
+        "handles).");
     tcatools::add_peer_options(opts, &o);
     opts.u64_list("peers", &o.peers, "several clients (instead of --peer)");
     opts.u64("size", &o.size, "bytes offered (>= 64, a multiple of 4)");
