@@ -26,6 +26,7 @@ def add_mem_argument(ap):
                     help="guest RAM in MiB (default %d: benchlib.BENCH_MEM_MIB says why)"
                     % BENCH_MEM_MIB)
 
+
 # MPI payload on the management network of this size or more would mean a TCP lane
 # (launch, wire-up addresses and output are less).
 MGMT_SLACK = 512 << 10

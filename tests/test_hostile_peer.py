@@ -222,7 +222,8 @@ def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
     b0, b1 = errors(c, 0), errors(c, 1)
     rx0 = port_counters(c, 0, "W")["rx_pkts"]
     irqs0 = irq_count(c, 0, "peach2-0")
-    slot = hw("PEACH2_CARD_OFF") + hw("PEACH2_CARD_MAILBOX_OFF") + 2 * hw("PEACH2_MAILBOX_SLOT_SIZE")
+    slot = (hw("PEACH2_CARD_OFF") + hw("PEACH2_CARD_MAILBOX_OFF")
+            + 2 * hw("PEACH2_MAILBOX_SLOT_SIZE"))  # the rogue's (node 2's) slot
     sent, answers = [0], []
     with rogue(c) as r:
         rogue_up(c, r)
@@ -230,8 +231,8 @@ def test_a_write_storm_into_the_mailbox_leaves_the_node_its_cpu(rc):
 
         def storm():
             while time.monotonic() < end:
-                r.send_raw(b"".join(r.write_packet(0, slot, struct.pack("<Q", sent[0] + i), src=2)
-                                    for i in range(5000)))
+                r.send_raw(b"".join(r.write_packet(0, slot, struct.pack("<Q", sent[0] + i),
+                                                   src=2) for i in range(5000)))
                 sent[0] += 5000
 
         t = threading.Thread(target=storm)
