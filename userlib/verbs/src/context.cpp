@@ -111,7 +111,7 @@ Context::~Context() {
         // first: their names and areas).
         std::vector<Qp*> qps;
         {
-            std::lock_guard<std::mutex> g(engine_->lock());
+            std::lock_guard<EngineLock> g(engine_->lock());
             qps.swap(engine_->qps);
             for (Qp* qp : qps)
                 delete qp;

@@ -258,7 +258,7 @@ void Engine::progress_cq(Cq* cq, std::uint64_t now) {
 }
 
 void Engine::flush_acks() {
-    std::lock_guard<std::mutex> g(lock_);
+    std::lock_guard<EngineLock> g(lock_);
     for (Qp* qp : qps)
         qp->flush_ack();
 }
@@ -274,7 +274,7 @@ void Engine::kick() noexcept {
 // Lookups for the leases that are due, made without the lock (each may take
 // a read-proxy round trip), their outcomes applied under it to the QPs that
 // still exist. Called and returns with `held` locked.
-std::uint64_t Engine::renew_leases(std::unique_lock<std::mutex>& held) {
+std::uint64_t Engine::renew_leases(std::unique_lock<EngineLock>& held) {
     struct Job {
         Qp* qp;
         Qp::Renewal r;
@@ -337,15 +337,15 @@ void Engine::renewer_main() {
             if (stop_)
                 return;
         }
-        std::unique_lock<std::mutex> g = lock_patiently(&refused_since);
+        std::unique_lock<EngineLock> g = lock_patiently(&refused_since);
         if (!g.owns_lock())
             continue;
         next = renew_leases(g);
     }
 }
 
-std::unique_lock<std::mutex> Engine::lock_patiently(std::uint64_t* refused_since) {
-    std::unique_lock<std::mutex> g(lock_, std::try_to_lock);
+std::unique_lock<EngineLock> Engine::lock_patiently(std::uint64_t* refused_since) {
+    std::unique_lock<EngineLock> g(lock_, std::try_to_lock);
     if (!g.owns_lock()) {
         const std::uint64_t t = now();
         if (!*refused_since)
@@ -384,7 +384,7 @@ void Engine::thread_main() {
             kicked_ = false;
         }
         // Not taken: the program is in a verb, it makes progress itself.
-        std::unique_lock<std::mutex> g = lock_patiently(&refused_since);
+        std::unique_lock<EngineLock> g = lock_patiently(&refused_since);
         if (!g.owns_lock())
             continue;
         armed = false;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "abi.hpp"
+#include "engine_lock.hpp"
 #include "objects.hpp"
 
 namespace pv {
@@ -52,7 +53,7 @@ public:
 
     Context& context() noexcept { return ctx_; }
     const Tunables& tune() const noexcept { return tune_; }
-    std::mutex& lock() noexcept { return lock_; }
+    EngineLock& lock() noexcept { return lock_; }
     std::uint32_t node_id() const noexcept;
     std::uint32_t node_count() const noexcept;
 
@@ -134,16 +135,16 @@ private:
     // The engine lock for the two threads: not taken while the program holds
     // it, until it has for kLockPatienceNs (*refused_since: the first refusal
     // of the current run, 0 after the lock was taken).
-    std::unique_lock<std::mutex> lock_patiently(std::uint64_t* refused_since);
+    std::unique_lock<EngineLock> lock_patiently(std::uint64_t* refused_since);
     // Makes the renewals due; returns when the next one falls due.
-    std::uint64_t renew_leases(std::unique_lock<std::mutex>& held);
+    std::uint64_t renew_leases(std::unique_lock<EngineLock>& held);
     // The program called a verb within kActiveNs of t and no thread of it
     // waits in ibv_get_cq_event: it moves its QPs along itself.
     bool program_drives(std::uint64_t t) const noexcept;
 
     Context& ctx_;
     Tunables tune_;
-    std::mutex lock_;
+    EngineLock lock_;
     std::uint32_t groups_ = 0;
     static constexpr std::uint64_t kKeptBounceBytes = 4 << 20;
     std::vector<std::unique_ptr<TcaBuffer>> kept_bounces_;  // oldest first

@@ -41,7 +41,7 @@ PV_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
     }
     ch->abi.context = context;
     ch->engine = &e;
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     ++e.channels;
     return &ch->abi;
 }
@@ -49,7 +49,7 @@ PV_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
 PV_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* abi) {
     Channel* ch = owner<Channel>(abi);
     Engine& e = *ch->engine;
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     if (abi->refcnt) {
         errno = EBUSY;
         return -1;
@@ -79,7 +79,7 @@ PV_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
     pthread_mutex_init(&cq->abi.mutex, nullptr);
     pthread_cond_init(&cq->abi.cond, nullptr);
     cq->capacity = static_cast<std::uint32_t>(cqe);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     if (channel) {
         cq->channel = owner<Channel>(channel);
         ++channel->refcnt;
@@ -93,7 +93,7 @@ PV_EXPORT int ibv_destroy_cq(ibv_cq* abi) {
     Engine& e = engine_of(abi->context);
     Cq* cq = owner<Cq>(abi);
     {
-        std::lock_guard<std::mutex> g(e.lock());
+        std::lock_guard<EngineLock> g(e.lock());
         if (!cq->qps.empty())
             return EBUSY;
         // Events still queued on the channel for it go away with it.
@@ -118,7 +118,7 @@ PV_EXPORT int ibv_destroy_cq(ibv_cq* abi) {
 PV_EXPORT int ibv_resize_cq(ibv_cq* abi, int cqe) {
     Engine& e = engine_of(abi->context);
     Cq* cq = owner<Cq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     if (cqe < 1 || cqe > kMaxCqe || static_cast<std::size_t>(cqe) < cq->entries.size())
         return EINVAL;
     cq->capacity = static_cast<std::uint32_t>(cqe);
@@ -134,7 +134,7 @@ PV_EXPORT int ibv_get_cq_event(ibv_comp_channel* abi, ibv_cq** cq, void** cq_con
     ch->engine->event_waiters(-1);
     if (got != sizeof n)
         return -1;  // errno: EAGAIN (non-blocking fd), EINTR
-    std::lock_guard<std::mutex> g(ch->engine->lock());
+    std::lock_guard<EngineLock> g(ch->engine->lock());
     if (ch->events.empty()) {
         errno = EAGAIN;  // its CQ was destroyed meanwhile
         return -1;
@@ -158,7 +158,7 @@ namespace pv {
 int poll_cq(ibv_cq* abi, int num, ibv_wc* wc) {
     Engine& e = engine_of(abi->context);
     Cq* cq = owner<Cq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     // Completions already here are returned as they are, as an HCA's CQ
     // would: progress runs when the program wants more than the CQ holds.
     // (A ping-pong's Send completion brings its receive's with it; the
@@ -182,7 +182,7 @@ int req_notify_cq(ibv_cq* abi, int solicited_only) {
     Engine& e = engine_of(abi->context);
     Cq* cq = owner<Cq>(abi);
     {
-        std::lock_guard<std::mutex> g(e.lock());
+        std::lock_guard<EngineLock> g(e.lock());
         if (!cq->channel)
             return EINVAL;
         cq->armed = true;

@@ -40,7 +40,7 @@ PV_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
         errno = ENOMEM;
         return nullptr;
     }
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     pd->abi.context = context;
     pd->group = e.new_group();
     pd->abi.handle = pd->group;
@@ -51,7 +51,7 @@ PV_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
 PV_EXPORT int ibv_dealloc_pd(ibv_pd* abi) {
     Engine& e = engine_of(abi->context);
     Pd* pd = owner<Pd>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     for (const auto& [key, mr] : e.mrs)
         if (mr->pd == pd)
             return EBUSY;
@@ -133,7 +133,7 @@ PV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* abi, void* addr, size_t length, uint6
     mr->access = access;  // local reads need no flag
     mr->iova = iova;
     mr->pd = pd;
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     e.mrs[key] = mr;
     return &mr->abi;
 }
@@ -152,7 +152,7 @@ PV_EXPORT int ibv_dereg_mr(ibv_mr* abi) {
     Engine& e = engine_of(abi->context);
     Mr* mr = owner<Mr>(abi);
     const std::uint64_t start = now_ns();
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     e.mrs.erase(mr->abi.lkey);
     // The key first: peers looking it up from now on are refused.
     tcaUnpublish(TCA_NAME_KEY, mr->abi.lkey);

@@ -72,7 +72,7 @@ ibv_qp* create_qp(ibv_context* context, ibv_qp_init_attr_ex* a) {
         errno = rc;
         return nullptr;
     }
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     attach(owner<Cq>(a->send_cq), qp);
     attach(owner<Cq>(a->recv_cq), qp);
     e.qps.push_back(qp);
@@ -85,13 +85,13 @@ ibv_qp* create_qp(ibv_context* context, ibv_qp_init_attr_ex* a) {
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
     Engine& e = engine_of(qp->context);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     return Qp::of(qp)->post_send(wr, bad, e.touch());
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     Engine& e = engine_of(qp->context);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     Qp* q = Qp::of(qp);
     bool progress_due = false;
     const int rc = q->post_recv(wr, bad, &progress_due);
@@ -106,7 +106,7 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 int post_srq_recv(ibv_srq* abi, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     Engine& e = engine_of(abi->context);
     Srq* srq = owner<Srq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     e.touch();
     for (; wr; wr = wr->next) {
         int err = 0;
@@ -169,19 +169,19 @@ PV_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     Qp::Connection conn;
     bool prepared;
     {
-        std::lock_guard<std::mutex> g(e.lock());
+        std::lock_guard<EngineLock> g(e.lock());
         prepared = q->connects(*attr, mask);
     }
     if (prepared)
         q->prepare_connect(*attr, &conn);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     e.touch();
     return q->modify(attr, mask, prepared ? &conn : nullptr);
 }
 
 PV_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
     Engine& e = engine_of(qp->context);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     return Qp::of(qp)->query(attr, mask, init);
 }
 
@@ -193,7 +193,7 @@ PV_EXPORT int ibv_destroy_qp(ibv_qp* abi) {
     Engine& e = engine_of(abi->context);
     Qp* qp = Qp::of(abi);
     {
-        std::lock_guard<std::mutex> g(e.lock());
+        std::lock_guard<EngineLock> g(e.lock());
         std::erase(e.qps, qp);
         std::erase(qp->send_cq()->qps, qp);
         std::erase(qp->recv_cq()->qps, qp);
@@ -232,7 +232,7 @@ PV_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
     srq->limit = init->attr.srq_limit;
     srq->limit_armed = srq->limit != 0;
     init->attr.max_sge = srq->max_sge;
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     srq->abi.handle = ++e.srqs;
     return &srq->abi;
 }
@@ -240,7 +240,7 @@ PV_EXPORT ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
 PV_EXPORT int ibv_modify_srq(ibv_srq* abi, ibv_srq_attr* attr, int mask) {
     Engine& e = engine_of(abi->context);
     Srq* srq = owner<Srq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
         return EINVAL;
     if (mask & IBV_SRQ_MAX_WR) {
@@ -260,7 +260,7 @@ PV_EXPORT int ibv_modify_srq(ibv_srq* abi, ibv_srq_attr* attr, int mask) {
 PV_EXPORT int ibv_query_srq(ibv_srq* abi, ibv_srq_attr* attr) {
     Engine& e = engine_of(abi->context);
     Srq* srq = owner<Srq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     attr->max_wr = srq->max_wr;
     attr->max_sge = srq->max_sge;
     attr->srq_limit = srq->limit;
@@ -270,7 +270,7 @@ PV_EXPORT int ibv_query_srq(ibv_srq* abi, ibv_srq_attr* attr) {
 PV_EXPORT int ibv_destroy_srq(ibv_srq* abi) {
     Engine& e = engine_of(abi->context);
     Srq* srq = owner<Srq>(abi);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     for (Qp* qp : e.qps)
         if (qp->srq() == srq)
             return EBUSY;
@@ -300,14 +300,14 @@ PV_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     ah->abi.pd = pd;
     ah->attr = *attr;
     ah->node = node;
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     ah->abi.handle = ++e.ahs;
     return &ah->abi;
 }
 
 PV_EXPORT int ibv_destroy_ah(ibv_ah* abi) {
     Engine& e = engine_of(abi->context);
-    std::lock_guard<std::mutex> g(e.lock());
+    std::lock_guard<EngineLock> g(e.lock());
     --e.ahs;
     delete owner<Ah>(abi);
     return 0;
