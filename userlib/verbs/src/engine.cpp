@@ -250,7 +250,7 @@ int Engine::get_async_event(ibv_async_event* ev) {
     return 0;
 }
 
-void Engine::progress_qp(Qp* qp) { qp->progress(now()); }
+void Engine::progress_qp(Qp* qp) { qp->progress(clock_.now()); }
 
 void Engine::progress_cq(Cq* cq, std::uint64_t now) {
     for (Qp* qp : cq->qps)
@@ -284,7 +284,7 @@ std::uint64_t Engine::renew_leases(std::unique_lock<EngineLock>& held) {
     };
     std::vector<Job> jobs;
     std::vector<Qp::Renewal> due;
-    const std::uint64_t t = now();
+    const std::uint64_t t = clock_.now();
     for (Qp* qp : qps) {
         due.clear();
         qp->renewals_due(t, &due);
@@ -390,7 +390,7 @@ void Engine::thread_main() {
         armed = false;
         for (Cq* cq : cqs)
             armed |= cq->armed && cq->channel;
-        const std::uint64_t t = now();
+        const std::uint64_t t = clock_.now();
         const bool active = program_drives(t);
         if (active && !armed)
             continue;  // the program drives progress itself

@@ -21,6 +21,7 @@
 
 #include "abi.hpp"
 #include "engine_lock.hpp"
+#include "verb_clock.hpp"
 #include "objects.hpp"
 
 namespace pv {
@@ -96,9 +97,9 @@ public:
     void progress_qp(Qp* qp);
     // The program is active: the progress thread stays out of its way.
     // Returns the time it read, for the rest of the verb: one clock read
-    // per call (under TCG each is a vDSO call and an emulated rdtsc).
+    // per call, from the verbs' clock (under the lock).
     std::uint64_t touch() noexcept {
-        const std::uint64_t t = now();
+        const std::uint64_t t = clock_.now();
         last_call_ns_.store(t, std::memory_order_relaxed);
         return t;
     }
@@ -109,7 +110,11 @@ public:
         if (delta > 0)
             kick();
     }
+    // CLOCK_MONOTONIC: for waits and logs, outside the lock.
     static std::uint64_t now() noexcept;
+    // The verbs' clock (verb_clock.hpp), under the lock: every time a QP
+    // keeps and compares comes from here, so they never go backwards.
+    std::uint64_t clock() noexcept { return clock_.now(); }
     // The progress thread's name, and the lease renewer's (at most 15
     // characters).
     static constexpr const char* kThreadName = "peach2-verbs";
@@ -145,6 +150,7 @@ private:
     Context& ctx_;
     Tunables tune_;
     EngineLock lock_;
+    VerbClock clock_;  // under lock_: every time a QP keeps comes from it
     std::uint32_t groups_ = 0;
     static constexpr std::uint64_t kKeptBounceBytes = 4 << 20;
     std::vector<std::unique_ptr<TcaBuffer>> kept_bounces_;  // oldest first

@@ -202,7 +202,7 @@ int Qp::modify(ibv_qp_attr* attr, int mask, Connection* c) {
     if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
         retries_left_ = attr_.retry_cnt;
         rnr_left_ = attr_.rnr_retry;
-        progress_ns_ = Engine::now();
+        progress_ns_ = eng_.clock();
     }
     if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET)
         reset();
@@ -212,7 +212,7 @@ int Qp::modify(ibv_qp_attr* attr, int mask, Connection* c) {
     if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
         to_error();
     else
-        progress(Engine::now());
+        progress(eng_.clock());
     return 0;
 }
 
@@ -520,7 +520,7 @@ void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t s
         // and its next use looks it up.
         CachedMr& c = it->second;
         if (const int err = c.range->renewed(rc, n, started))
-            c.lapsed = !c.range->retry_renewal(err, Engine::now());
+            c.lapsed = !c.range->retry_renewal(err, eng_.clock());
         return;
     }
     if (r.node != peer_.node() || r.name != peer_.info().name || r.owner != peer_.info().owner)
@@ -533,7 +533,7 @@ void Qp::renewed(const Renewal& r, int rc, const tcaNameInfo& n, std::uint64_t s
         renew_failures_ = 0;
         return;
     }
-    const std::uint64_t now = Engine::now();
+    const std::uint64_t now = eng_.clock();
     if (peer_.retry_renewal(err, now)) {
         // The lease still holds: this QP goes on writing (acknowledgements
         // above all; its peer gives up on a silent QP) and asks again soon.

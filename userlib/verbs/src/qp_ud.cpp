@@ -34,7 +34,7 @@ constexpr std::size_t kUdDestsKept = 256;
 Qp::UdDest* Qp::ud_dest(std::uint32_t node, std::uint32_t qpn) {
     const std::uint64_t id = std::uint64_t{node} << 32 | qpn;
     auto& d = ud_dests_[id];
-    const std::uint64_t now = Engine::now();
+    const std::uint64_t now = eng_.clock();
     if (d && now < d->gone_until)
         return nullptr;
     if (d && d->range.valid() && !d->range.expired(now))
@@ -210,7 +210,7 @@ void Qp::poll_ud() {
         const wire::Pair p = wire::unpack(__atomic_load_n(
             reinterpret_cast<const std::uint64_t*>(slot + wire::kUdPairOff), __ATOMIC_ACQUIRE));
         if (p.sent != head + 1) {
-            const std::uint64_t now = Engine::now();
+            const std::uint64_t now = eng_.clock();
             if (!ud_stuck_ns_)
                 ud_stuck_ns_ = now;
             if (now - ud_stuck_ns_ < kUdStuckNs)
