@@ -14,6 +14,7 @@
 #include "abi.hpp"
 #include "device.hpp"
 #include "fifo.hpp"
+#include "small_copy.hpp"
 
 namespace pv {
 
@@ -88,12 +89,12 @@ struct RecvWr {
     void assign(const ibv_recv_wr& wr) {
         wr_id = wr.wr_id;
         nsge = static_cast<std::uint32_t>(wr.num_sge);
-        std::copy(wr.sg_list, wr.sg_list + wr.num_sge, sge.begin());
+        copy_sges(wr.sg_list, static_cast<std::size_t>(wr.num_sge), sge.data());
     }
     void assign(const RecvWr& o) {
         wr_id = o.wr_id;
         nsge = o.nsge;
-        std::copy(o.sge.begin(), o.sge.begin() + o.nsge, sge.begin());
+        copy_sges(o.sge.data(), o.nsge, sge.data());
     }
     // Back to an empty WR when it leaves its queue (Fifo).
     void recycle() {

@@ -9,6 +9,7 @@
 #include "identity.hpp"
 #include "log.hpp"
 #include "qp.hpp"
+#include "small_copy.hpp"
 
 namespace pv {
 
@@ -221,7 +222,7 @@ bool Qp::take_packet(const unsigned char* payload, const wire::Header& h, std::u
                 }
                 const std::uint64_t skip = from - at,
                                     n = std::min<std::uint64_t>(s.length - skip, left);
-                std::memcpy(reinterpret_cast<unsigned char*>(s.addr) + skip, payload, n);
+                small_copy(reinterpret_cast<unsigned char*>(s.addr) + skip, payload, n);
                 payload += n;
                 from += n;
                 left -= n;

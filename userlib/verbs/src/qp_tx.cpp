@@ -29,6 +29,7 @@
 #include "engine.hpp"
 #include "log.hpp"
 #include "qp.hpp"
+#include "small_copy.hpp"
 
 namespace pv {
 namespace {
@@ -127,14 +128,14 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
             op.inline_data.resize(total);
             std::uint64_t at = 0;
             for (int i = 0; i < wr->num_sge; ++i) {
-                std::memcpy(op.inline_data.data() + at,
-                            reinterpret_cast<const void*>(wr->sg_list[i].addr),
-                            wr->sg_list[i].length);
+                small_copy(op.inline_data.data() + at,
+                           reinterpret_cast<const void*>(wr->sg_list[i].addr),
+                           wr->sg_list[i].length);
                 at += wr->sg_list[i].length;
             }
         } else {
             op.nsge = static_cast<std::uint32_t>(wr->num_sge);
-            std::copy(wr->sg_list, wr->sg_list + wr->num_sge, op.sge.begin());
+            copy_sges(wr->sg_list, static_cast<std::size_t>(wr->num_sge), op.sge.data());
         }
         if (ud) {
             const Ah* ah = reinterpret_cast<const Ah*>(wr->wr.ud.ah);
@@ -232,7 +233,7 @@ bool Qp::sge_ok(const SendOp& op, std::uint32_t need) const {
 void Qp::gather(const SendOp& op, std::uint64_t from, std::uint64_t len, unsigned char* to) const {
     if (!op.inline_data.empty() || op.nsge == 0) {
         if (len)
-            std::memcpy(to, op.inline_data.data() + from, len);
+            small_copy(to, op.inline_data.data() + from, len);
         return;
     }
     std::uint64_t at = 0;
@@ -244,7 +245,7 @@ void Qp::gather(const SendOp& op, std::uint64_t from, std::uint64_t len, unsigne
         }
         const std::uint64_t skip = from - at;
         const std::uint64_t n = std::min<std::uint64_t>(s.length - skip, len);
-        std::memcpy(to, reinterpret_cast<const unsigned char*>(s.addr) + skip, n);
+        small_copy(to, reinterpret_cast<const unsigned char*>(s.addr) + skip, n);
         to += n;
         from += n;
         len -= n;
