@@ -102,9 +102,37 @@ struct SendState {
     bool counts_rd = false;        // holds one of max_rd_atomic
 };
 
+// IBV_SEND_INLINE's payload, copied at post: up to kHere bytes in the op
+// itself (no allocation, no zero-filling resize: under TCG the vector's
+// resize was two calls and a memset per inline Send), more in a vector
+// kept across the ops of its slot (UD's inline limit is its MTU).
+class InlineData {
+public:
+    static constexpr std::size_t kHere = 64;
+    // Room for n bytes, which the caller fills.
+    unsigned char* reserve(std::size_t n) {
+        size_ = n;
+        if (n <= kHere)
+            return here_.data();
+        if (more_.size() < n)
+            more_.resize(n);
+        return more_.data();
+    }
+    const unsigned char* data() const noexcept {
+        return size_ <= kHere ? here_.data() : more_.data();
+    }
+    bool empty() const noexcept { return size_ == 0; }
+    void clear() noexcept { size_ = 0; }
+
+private:
+    std::array<unsigned char, kHere> here_;
+    std::vector<unsigned char> more_;
+    std::size_t size_ = 0;
+};
+
 struct SendOp : SendState {
     std::array<ibv_sge, kMaxSge> sge{};
-    std::vector<unsigned char> inline_data;  // IBV_SEND_INLINE: copied at post
+    InlineData inline_data;        // IBV_SEND_INLINE: copied at post
     std::vector<tcaRequest> rp;              // read proxy requests (read, atomic)
 
     // Back to a new SendOp when it leaves the send queue (Fifo). The next WR

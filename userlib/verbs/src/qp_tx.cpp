@@ -125,10 +125,10 @@ int Qp::post_send(ibv_send_wr* wr, ibv_send_wr** bad, std::uint64_t now) {
         op.signaled = sq_sig_all_ || (wr->send_flags & IBV_SEND_SIGNALED);
         if (wr->send_flags & IBV_SEND_INLINE) {
             // Copied now: the program may reuse the buffer on return.
-            op.inline_data.resize(total);
+            unsigned char* to = op.inline_data.reserve(total);
             std::uint64_t at = 0;
             for (int i = 0; i < wr->num_sge; ++i) {
-                small_copy(op.inline_data.data() + at,
+                small_copy(to + at,
                            reinterpret_cast<const void*>(wr->sg_list[i].addr),
                            wr->sg_list[i].length);
                 at += wr->sg_list[i].length;
