@@ -12,6 +12,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace tca {
 
@@ -51,14 +56,42 @@ constexpr void plan_stores(std::uintptr_t dst_addr, std::size_t len, Sink&& sink
     }
 }
 
+namespace detail {
+template <class T>
+inline void store_one(volatile unsigned char* dst, const unsigned char* src) noexcept {
+    T v;
+    std::memcpy(&v, src, sizeof v);  // local memory: any alignment is fine
+    *reinterpret_cast<volatile T*>(dst) = v;
+}
+}  // namespace detail
+
 // Copies len bytes from ordinary memory `src` to device memory `dst` with
 // the stores plan_stores() chooses. `src` may have any alignment. No fence:
-// callers decide (see store_fence).
-void pio_copy(volatile void* dst, const void* src, std::size_t len) noexcept;
+// callers decide (see store_fence). Inline, as store_fence: the Verbs
+// library's Send makes two of each, and under TCG a call and its return
+// are two translation-block lookups.
+inline void pio_copy(volatile void* dst, const void* src, std::size_t len) noexcept {
+    auto* d = static_cast<volatile unsigned char*>(dst);
+    const auto* s = static_cast<const unsigned char*>(src);
+    plan_stores(reinterpret_cast<std::uintptr_t>(dst), len, [&](std::size_t off, unsigned width) {
+        switch (width) {
+        case 8: detail::store_one<std::uint64_t>(d + off, s + off); break;
+        case 4: detail::store_one<std::uint32_t>(d + off, s + off); break;
+        case 2: detail::store_one<std::uint16_t>(d + off, s + off); break;
+        default: detail::store_one<std::uint8_t>(d + off, s + off); break;
+        }
+    });
+}
 
 // Orders all earlier stores of this thread (including write-combining ones)
 // before later ones: sfence on x86, a full fence elsewhere.
-void store_fence() noexcept;
+inline void store_fence() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_sfence();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
 
 // Copies `len` bytes (a multiple of 8, 8-aligned source) from device memory
 // with 8-byte volatile loads, for reading the mailbox: wider or narrower
