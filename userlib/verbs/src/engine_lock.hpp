@@ -7,13 +7,22 @@
 // each call and return a translation-block lookup), an inline
 // compare-and-swap and fetch-sub ~6 ns (docs/notes.md, thirty-seventh
 // session). This is the three-state futex mutex of U. Drepper, "Futexes Are
-// Tricky" (mutex3), on C++20 atomic wait/notify: uncontended, lock() and
+// Tricky" (mutex3), as glibc's own mutex is: uncontended, lock() and
 // unlock() are one atomic instruction each and make no call; a thread that
-// finds it held sleeps in the kernel, and unlock() wakes one sleeper only
-// when some thread may sleep. It meets the Lockable requirements
-// (std::lock_guard, std::unique_lock); it is not recursive and not fair,
-// like std::mutex.
+// finds it held sleeps on a futex, and unlock() wakes one sleeper whenever
+// one may sleep. Raw futex calls, not std::atomic wait/notify: libstdc++ 12's
+// notify_one skips the wake-up when its own count of waiters reads zero, and
+// that read may pass the unlocking store (x86 lets a load overtake an
+// earlier store), so a waiter could sleep through the unlock for good (the
+// likely cause of MPI one-sided jobs losing their peers with the first
+// version of this lock; docs/notes.md, thirty-seventh session). It meets the Lockable
+// requirements (std::lock_guard, std::unique_lock); it is not recursive and
+// not fair, like std::mutex.
 #pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -40,7 +49,7 @@ public:
         // kHeld -> kFree: nobody sleeps. kWaited: someone may; wake one.
         if (state_.fetch_sub(1, std::memory_order_release) != kHeld) {
             state_.store(kFree, std::memory_order_release);
-            state_.notify_one();
+            futex(FUTEX_WAKE_PRIVATE, 1);
         }
     }
 
@@ -56,9 +65,13 @@ private:
         if (seen != kWaited)
             seen = state_.exchange(kWaited, std::memory_order_acquire);
         while (seen != kFree) {
-            state_.wait(kWaited, std::memory_order_relaxed);
+            futex(FUTEX_WAIT_PRIVATE, kWaited);  // returns at once unless still kWaited
             seen = state_.exchange(kWaited, std::memory_order_acquire);
         }
+    }
+    void futex(int op, int value) noexcept {
+        static_assert(sizeof(state_) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+        ::syscall(SYS_futex, reinterpret_cast<int*>(&state_), op, value, nullptr, nullptr, 0);
     }
 
     std::atomic<int> state_{kFree};
