@@ -58,10 +58,11 @@ int DriverBuffer::release() noexcept {
     return ::ioctl(fd_, PEACH2_IOC_FREE, &f) < 0 ? -errno : 0;
 }
 
-Context::~Context() = default;  // rp_ (an RpState) is complete here
+Context::~Context() { changed(); }  // (rp_, an RpState, is complete here)
 
 int Context::open(const char* path, std::unique_ptr<Context>* out) {
     std::unique_ptr<Context> c(new Context());
+    changed();  // a new context may have a gone one's address
     const int fd = ::open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -131,6 +132,7 @@ int Context::adopt(std::unique_ptr<DriverBuffer> buf, void** ptr) {
         off += piece.len;
     }
     buffers_.emplace(reinterpret_cast<std::uintptr_t>(p), std::move(buf));
+    changed();
     *ptr = p;
     return 0;
 }
@@ -147,6 +149,7 @@ int Context::free(void* ptr) {
     // The driver ends the buffer's exports and names when it frees it.
     const int rc = release_buffer(*it->second);
     buffers_.erase(it);
+    changed();
     return rc;
 }
 

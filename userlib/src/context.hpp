@@ -70,6 +70,12 @@ public:
     int handle_side(const tcaHandle& h, std::uint64_t offset, std::uint64_t len,
                     DmaSide* out) const noexcept;
     DmaState& dma() noexcept { return *dma_; }
+    // Changes whenever a buffer or registration comes or goes and with every
+    // new context (under the library mutex): what local_side and handle_side
+    // answer, and so a DMA plan (RepeatPlan), holds while it stays the same.
+    static std::uint64_t generation() noexcept {
+        return generation_.load(std::memory_order_acquire);
+    }
 
     // Read proxy. Export [ptr, ptr + size) of a buffer (size 0: to its
     // end) and describe it in *out.
@@ -122,6 +128,9 @@ private:
     // 0, or TCA_ENOTBUF when ptr is in none of them. A tcaMalloc buffer
     // that holds ptr wins; else a registration that holds [ptr, ptr + len).
     int locate(const void* ptr, std::uint64_t len, Located* out) const noexcept;
+
+    static void changed() noexcept { generation_.fetch_add(1, std::memory_order_acq_rel); }
+    static inline std::atomic<std::uint64_t> generation_{1};
 
     UniqueFd fd_;  // declared first: closed last
     peach2_info info_{};

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // DMA planning, pure: a resolved request checked against the card's rules
 // (peach2_dma_rules.h, in TCA_E* terms) and cut into one driver entry per
-// descriptor; and tcaPutAuto's choice between PIO and DMA. No device, no
-// lock: unit-tested directly (test_dma_plan, test_dma_rules, test_put_choice).
+// descriptor; a planned list kept for its next start (RepeatPlan); and
+// tcaPutAuto's choice between PIO and DMA. No device, no lock: unit-tested
+// directly (test_dma_plan, test_dma_rules, test_put_choice).
 #include <peach2/peach2_dma_rules.h>
 #include <peach2/peach2_hw.h>
 #include <tca/tca.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "dma.hpp"
 #include "range.hpp"
@@ -233,6 +235,56 @@ int plan_request(const DmaRequest& r, std::vector<peach2_xfer>* out, PlanMemo* m
     if (rc)
         out->resize(before);
     return rc;
+}
+
+// ---- a list planned again -------------------------------------------------------
+
+namespace {
+
+// Its fields add up to its size (no padding): its bytes are its value.
+static_assert(sizeof(tcaDmaXfer) == 6 * 8 + 4 + 2 + 2 + 3 * 8 + 4 + 4);
+
+bool same_bytes(const void* a, const void* b, std::size_t n) noexcept {
+    return std::memcmp(a, b, n) == 0;
+}
+
+// The handles a transfer names, in a fixed order (null ones skipped).
+template <typename F>
+void for_each_handle(const tcaDmaXfer& x, F&& f) {
+    for (const tcaHandle* h : {x.dst, x.src_handle, x.notify})
+        if (h)
+            f(*h);
+}
+
+}  // namespace
+
+bool RepeatPlan::holds(const Context* ctx, std::uint64_t generation,
+                       std::span<const tcaDmaXfer> xfers) const noexcept {
+    if (!ctx_ || ctx != ctx_ || generation != generation_ || xfers.size() != xfers_.size() ||
+        !same_bytes(xfers.data(), xfers_.data(), xfers.size_bytes()))
+        return false;
+    // The same pointers; the same bytes behind them?
+    std::size_t i = 0;
+    bool same = true;
+    for (const tcaDmaXfer& x : xfers)
+        for_each_handle(x, [&](const tcaHandle& h) {
+            same = same && same_bytes(&h, &handles_[i++], sizeof h);
+        });
+    return same;
+}
+
+void RepeatPlan::keep(const Context* ctx, std::uint64_t generation,
+                      std::span<const tcaDmaXfer> xfers, std::span<const peach2_xfer> entries) {
+    ctx_ = nullptr;
+    if (xfers.size() > kMaxXfers)
+        return;
+    xfers_.assign(xfers.begin(), xfers.end());
+    handles_.clear();
+    for (const tcaDmaXfer& x : xfers)
+        for_each_handle(x, [&](const tcaHandle& h) { handles_.push_back(h); });
+    entries_.assign(entries.begin(), entries.end());
+    generation_ = generation;
+    ctx_ = ctx;
 }
 
 PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr, std::uint64_t dst_addr,

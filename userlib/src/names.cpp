@@ -69,6 +69,7 @@ int Context::register_pinned(const peach2_pin& p, std::size_t size) {
     if (make_handle(info_.node_id, buf->pieces, 0, 0, &probe) == TCA_EBADHANDLE)
         return TCA_EDEVICE;
     registered_.emplace(first, std::move(buf));
+    changed();
     return 0;
 }
 
@@ -105,6 +106,7 @@ int Context::deregister_memory(void* ptr, std::size_t size) {
         return -EBUSY;
     const int rc = release_buffer(*gone->second);  // the driver ends its exports and names
     registered_.erase(gone);
+    changed();
     return rc;
 }
 

@@ -308,6 +308,44 @@ TEST_F(FakeDma, PutsRepeatedFromABufferSeeFreshDataAndEndWithIt) {
     EXPECT_EQ(before, cached_chains());
 }
 
+TEST_F(FakeDma, AListStartedAgainIsPlannedAgainWhenWhatItNamesChanged) {
+    // The same list twice is started from the plan kept for it (RepeatPlan):
+    // each change below must make the next start plan again.
+    constexpr std::size_t kLen = 2 * 4096;
+    tcaHandle dst = peer_handle(2, 4096);
+    unsigned char* src = alloc(kLen);
+    for (unsigned round = 0; round < 2; ++round) {
+        fill(src, kLen, 60 + round);
+        ASSERT_EQ(0, tcaDmaPut(&dst, 0, src, kLen, nullptr, nullptr));
+        ASSERT_EQ(src[kLen - 1], peer_byte(dst, kLen - 1));
+    }
+    // The handle rewritten in place (same pointer): the bytes go where it says now.
+    const tcaHandle moved = peer_handle(6, 8192);
+    dst = moved;
+    fill(src, kLen, 62);
+    ASSERT_EQ(0, tcaDmaPut(&dst, 0, src, kLen, nullptr, nullptr));
+    for (std::size_t off : {std::size_t{0}, std::size_t{4096}, kLen - 1})
+        ASSERT_EQ(src[off], peer_byte(moved, off)) << off;
+
+    // A registration ended: the same pointer names no memory of ours any more.
+    std::vector<unsigned char> mem(kLen + 4096);
+    unsigned char* reg = mem.data() + (4096 - reinterpret_cast<std::uintptr_t>(mem.data()) % 4096);
+    ASSERT_EQ(0, tcaRegister(reg, kLen));
+    for (unsigned round = 0; round < 2; ++round) {
+        fill(reg, kLen, 70 + round);
+        ASSERT_EQ(0, tcaDmaPut(&dst, 0, reg, kLen, nullptr, nullptr));
+        ASSERT_EQ(reg[kLen - 1], peer_byte(dst, kLen - 1));
+    }
+    ASSERT_EQ(0, tcaDeregister(reg, kLen));
+    EXPECT_EQ(TCA_ENOTBUF, tcaDmaPut(&dst, 0, reg, kLen, nullptr, nullptr));
+    // Registered again (a new driver buffer at the same address): it works again.
+    ASSERT_EQ(0, tcaRegister(reg, kLen));
+    fill(reg, kLen, 72);
+    ASSERT_EQ(0, tcaDmaPut(&dst, 0, reg, kLen, nullptr, nullptr));
+    ASSERT_EQ(reg[kLen - 1], peer_byte(dst, kLen - 1));
+    ASSERT_EQ(0, tcaDeregister(reg, kLen));
+}
+
 TEST_F(FakeDma, PutAutoChoosesAndDeliversEveryByte) {
     unsigned char* src = alloc(65536);
     fill(src, 65536, 20);

@@ -344,3 +344,50 @@ TEST(DmaPlan, ZeroLengthWithoutNotifyIsNothing) {
     EXPECT_EQ(0, plan_request(r, &v));
     EXPECT_TRUE(v.empty());
 }
+
+TEST(DmaPlan, AKeptPlanHoldsForTheSameListHandlesContextAndGeneration) {
+    // RepeatPlan compares; what it keeps is whatever planning gave.
+    tcaHandle dst = remote_handle(2, 4096), notify = remote_handle(1, 4096);
+    const unsigned char source[64] = {};
+    tcaDmaXfer x[2]{};
+    x[0].dst = &dst;
+    x[0].src = source;
+    x[0].len = 64;
+    x[1].dst = &dst;
+    x[1].dst_offset = 4096;
+    x[1].src = source;
+    x[1].len = 32;
+    x[1].notify = &notify;
+    peach2_xfer planned[3]{};
+    planned[1].len = 7;  // anything: kept and returned as it is
+    const auto* ctx = reinterpret_cast<const tca::Context*>(&dst);  // only compared
+    RepeatPlan last;
+    EXPECT_FALSE(last.holds(ctx, 5, x)) << "nothing kept yet";
+    last.keep(ctx, 5, x, planned);
+    EXPECT_TRUE(last.holds(ctx, 5, x));
+    ASSERT_EQ(3u, last.entries().size());
+    EXPECT_EQ(7u, last.entries()[1].len);
+
+    EXPECT_FALSE(last.holds(ctx, 6, x)) << "a buffer came or went";
+    EXPECT_FALSE(last.holds(reinterpret_cast<const tca::Context*>(&notify), 5, x))
+        << "another context";
+    EXPECT_FALSE(last.holds(ctx, 5, std::span<const tcaDmaXfer>(x, 1))) << "a shorter list";
+    tcaDmaXfer y[2] = {x[0], x[1]};
+    y[1].len = 36;
+    EXPECT_FALSE(last.holds(ctx, 5, y)) << "a field of a transfer";
+    // A named handle rewritten in place (same pointers), then back.
+    dst.chunks[0].global_addr += 4096;
+    EXPECT_FALSE(last.holds(ctx, 5, x)) << "the destination's bytes";
+    dst.chunks[0].global_addr -= 4096;
+    EXPECT_TRUE(last.holds(ctx, 5, x));
+    notify.size ^= 1;
+    EXPECT_FALSE(last.holds(ctx, 5, x)) << "the notify handle's bytes";
+    notify.size ^= 1;
+    EXPECT_TRUE(last.holds(ctx, 5, x));
+
+    // A list longer than kMaxXfers is not kept; nor is anything before it.
+    std::vector<tcaDmaXfer> many(RepeatPlan::kMaxXfers + 1, x[0]);
+    last.keep(ctx, 5, many, planned);
+    EXPECT_FALSE(last.holds(ctx, 5, many));
+    EXPECT_FALSE(last.holds(ctx, 5, x));
+}
