@@ -336,13 +336,7 @@ def qemu_argv(i, n, run_dir, qemu, kernel, initrd, *, mem=256, append_extra="",
     # unstable on a busy host ("hpet read-back delay of 288900ns") and moved the clock to
     # HPET, an MMIO read per clock_gettime for the rest of the guest's life: perftest's
     # clock check failed from then on, and every timed figure of that guest was off.
-    # mitigations=off: TCG executes nothing speculatively, so the guest kernel's Spectre
-    # defences (retpolines for every indirect call, barriers in user copies, RSB filling)
-    # protect nothing here and only cost: with them a 1 MiB tcaGet stream, whose target
-    # serves each request in its driver, ran at 14-15 GB/s, without them 20-21 (docs/notes.md,
-    # thirty-eighth session). The launcher always boots guests under TCG (-accel tcg below).
-    append = ("console=ttyS0 loglevel=%d panic=-1 tsc=reliable mitigations=off peach2.node=%d"
-              % (loglevel, i))
+    append = "console=ttyS0 loglevel=%d panic=-1 tsc=reliable peach2.node=%d" % (loglevel, i)
     if root_image:
         append += " guest.root=/dev/vda"
     if network:
