@@ -58,7 +58,7 @@ int DriverBuffer::release() noexcept {
     return ::ioctl(fd_, PEACH2_IOC_FREE, &f) < 0 ? -errno : 0;
 }
 
-Context::~Context() { changed(); }  // (rp_, an RpState, is complete here)
+Context::~Context() = default;  // rp_ (an RpState) is complete here
 
 int Context::open(const char* path, std::unique_ptr<Context>* out) {
     std::unique_ptr<Context> c(new Context());

@@ -328,8 +328,8 @@ int start(std::span<const tcaDmaXfer> xfers, const tcaDmaOpts* opts, tcaDmaTicke
             std::uint64_t generation = 0;
             if (int rc = plan_locked(xfers, &entries, &ctx, &generation))
                 return rc;
-            last.keep(ctx, generation, xfers, entries);
-            planned = entries;
+            planned = last.keep(ctx, generation, xfers, &entries) ? last.entries()
+                                                                   : std::span(entries);
         }
         split_runs(planned, m.desc == PEACH2_DMA_REG_MODE, &runs);
         tcaDmaTicket unused{};

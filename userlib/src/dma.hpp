@@ -465,9 +465,11 @@ public:
     // Would planning `xfers` now, in `ctx` at `generation`, give entries()?
     bool holds(const Context* ctx, std::uint64_t generation,
                std::span<const tcaDmaXfer> xfers) const noexcept;
-    // `entries` is what planning `xfers` in `ctx` at `generation` gave.
-    void keep(const Context* ctx, std::uint64_t generation, std::span<const tcaDmaXfer> xfers,
-              std::span<const peach2_xfer> entries);
+    // *entries is what planning `xfers` in `ctx` at `generation` gave: taken
+    // over (swapped: *entries gets the storage of the plan kept before, to be
+    // reused) and true, or, for a list too long to keep, left alone and false.
+    bool keep(const Context* ctx, std::uint64_t generation, std::span<const tcaDmaXfer> xfers,
+              std::vector<peach2_xfer>* entries);
     std::span<const peach2_xfer> entries() const noexcept { return entries_; }
 
 private:

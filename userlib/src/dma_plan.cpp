@@ -273,18 +273,19 @@ bool RepeatPlan::holds(const Context* ctx, std::uint64_t generation,
     return same;
 }
 
-void RepeatPlan::keep(const Context* ctx, std::uint64_t generation,
-                      std::span<const tcaDmaXfer> xfers, std::span<const peach2_xfer> entries) {
+bool RepeatPlan::keep(const Context* ctx, std::uint64_t generation,
+                      std::span<const tcaDmaXfer> xfers, std::vector<peach2_xfer>* entries) {
     ctx_ = nullptr;
     if (xfers.size() > kMaxXfers)
-        return;
+        return false;
     xfers_.assign(xfers.begin(), xfers.end());
     handles_.clear();
     for (const tcaDmaXfer& x : xfers)
         for_each_handle(x, [&](const tcaHandle& h) { handles_.push_back(h); });
-    entries_.assign(entries.begin(), entries.end());
+    entries_.swap(*entries);  // a list of scattered pages: no copy of its entries
     generation_ = generation;
     ctx_ = ctx;
+    return true;
 }
 
 PutSplit choose_put(std::uint64_t len, bool src_dma, std::uint64_t src_addr, std::uint64_t dst_addr,

@@ -358,12 +358,12 @@ TEST(DmaPlan, AKeptPlanHoldsForTheSameListHandlesContextAndGeneration) {
     x[1].src = source;
     x[1].len = 32;
     x[1].notify = &notify;
-    peach2_xfer planned[3]{};
+    std::vector<peach2_xfer> planned(3);
     planned[1].len = 7;  // anything: kept and returned as it is
     const auto* ctx = reinterpret_cast<const tca::Context*>(&dst);  // only compared
     RepeatPlan last;
     EXPECT_FALSE(last.holds(ctx, 5, x)) << "nothing kept yet";
-    last.keep(ctx, 5, x, planned);
+    EXPECT_TRUE(last.keep(ctx, 5, x, &planned));
     EXPECT_TRUE(last.holds(ctx, 5, x));
     ASSERT_EQ(3u, last.entries().size());
     EXPECT_EQ(7u, last.entries()[1].len);
@@ -387,7 +387,9 @@ TEST(DmaPlan, AKeptPlanHoldsForTheSameListHandlesContextAndGeneration) {
 
     // A list longer than kMaxXfers is not kept; nor is anything before it.
     std::vector<tcaDmaXfer> many(RepeatPlan::kMaxXfers + 1, x[0]);
-    last.keep(ctx, 5, many, planned);
+    std::vector<peach2_xfer> more(4);
+    EXPECT_FALSE(last.keep(ctx, 5, many, &more));
+    EXPECT_EQ(4u, more.size()) << "a plan not kept is left to its caller";
     EXPECT_FALSE(last.holds(ctx, 5, many));
     EXPECT_FALSE(last.holds(ctx, 5, x));
 }
